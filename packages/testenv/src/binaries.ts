@@ -1,0 +1,57 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { repoRoot } from './paths.ts';
+
+export interface Binaries {
+  dir: string;
+  etcd: string;
+  kubeApiserver: string;
+  kubeControllerManager: string;
+  kubeScheduler: string;
+  kubectl: string;
+  kwok: string;
+  /** KWOK Stage objects: node lifecycle, pod lifecycle, volume provisioning. */
+  kwokStages: string;
+  /** The default StorageClass whose PVCs KWOK provisions. */
+  kwokStorageClass: string;
+}
+
+function layout(dir: string): Binaries {
+  return {
+    dir,
+    etcd: join(dir, 'etcd'),
+    kubeApiserver: join(dir, 'kube-apiserver'),
+    kubeControllerManager: join(dir, 'kube-controller-manager'),
+    kubeScheduler: join(dir, 'kube-scheduler'),
+    kubectl: join(dir, 'kubectl'),
+    kwok: join(dir, 'kwok'),
+    kwokStages: join(dir, 'kwok-stages.yaml'),
+    kwokStorageClass: join(dir, 'kwok-storageclass.yaml'),
+  };
+}
+
+/**
+ * Returns the control-plane binaries, building them from the Go module proxy
+ * the first time (tools/control-plane/build.sh; a cold build takes tens of
+ * minutes, later calls return at once from the versioned cache).
+ * REGULON_CONTROL_PLANE_BIN points at a prebuilt directory instead.
+ */
+export async function ensureBinaries(log: (line: string) => void = () => {}): Promise<Binaries> {
+  const override = process.env['REGULON_CONTROL_PLANE_BIN'];
+  if (override) return layout(override);
+  const script = join(repoRoot(), 'tools', 'control-plane', 'build.sh');
+  const dir = await new Promise<string>((resolve, reject) => {
+    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      for (const line of d.toString().split('\n')) if (line.trim()) log(line);
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code === 0) resolve(out.trim().split('\n').pop() ?? '');
+      else reject(new Error(`tools/control-plane/build.sh exited with ${code}`));
+    });
+  });
+  return layout(dir);
+}

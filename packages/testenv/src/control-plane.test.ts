@@ -1,0 +1,252 @@
+// Integration tests of the control plane itself: that it is a real Kubernetes
+// API server with the controllers, scheduler and simulated nodes that the rest
+// of the project's tests rely on.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
+import { start, type TestEnv } from './index.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from './paths.ts';
+
+const run = promisify(execFile);
+
+async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('control plane', () => {
+  let env: TestEnv;
+  let core: CoreV1Api;
+  let apps: AppsV1Api;
+
+  before(async () => {
+    env = await start();
+    core = env.kubeConfig.makeApiClient(CoreV1Api);
+    apps = env.kubeConfig.makeApiClient(AppsV1Api);
+  });
+  after(async () => env.stop());
+
+  test('reports the pinned Kubernetes version through kubectl', async () => {
+    const versions = readFileSync(join(repoRoot(), 'tools', 'control-plane', 'versions.env'), 'utf8');
+    const pinned = /^KUBERNETES_VERSION=(\S+)/m.exec(versions)?.[1];
+    const { stdout } = await run(env.controlPlane.state.kubectl, [
+      '--kubeconfig',
+      env.kubeconfigPath,
+      'version',
+      '-o',
+      'json',
+    ]);
+    const version = JSON.parse(stdout) as { serverVersion: { gitVersion: string; minor: string } };
+    assert.equal(version.serverVersion.gitVersion, pinned);
+  });
+
+  test('has fake KWOK nodes that are Ready', async () => {
+    const { stdout } = await run(env.controlPlane.state.kubectl, [
+      '--kubeconfig',
+      env.kubeconfigPath,
+      'get',
+      'nodes',
+      '-o',
+      'json',
+    ]);
+    const nodes = JSON.parse(stdout) as {
+      items: Array<{
+        metadata: { name: string };
+        status: { conditions: Array<{ type: string; status: string }> };
+      }>;
+    };
+    const ready = nodes.items.filter((n) =>
+      n.status.conditions.some((c) => c.type === 'Ready' && c.status === 'True'),
+    );
+    assert.equal(ready.length, env.controlPlane.state.nodes);
+    assert.ok(ready.length >= 1);
+  });
+
+  test('a Deployment gets Ready Pods, and deleting it garbage-collects its ReplicaSet and Pods', async () => {
+    const namespace = await env.newNamespace('deploy');
+    const labels = { app: 'web' };
+    const deployment: V1Deployment = {
+      metadata: { name: 'web', namespace },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: labels },
+        template: { metadata: { labels }, spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] } },
+      },
+    };
+    await apps.createNamespacedDeployment({ namespace, body: deployment });
+    const readyPods = await eventually('2 Ready pods', async () => {
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app=web' });
+      const ready = pods.items.filter((p) =>
+        p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      );
+      return ready.length === 2 ? ready : undefined;
+    });
+    assert.ok(
+      readyPods.every((p) => p.spec?.nodeName?.startsWith('kwok-node-')),
+      'pods are scheduled onto KWOK nodes',
+    );
+    await eventually('Deployment availableReplicas 2', async () => {
+      const d = await apps.readNamespacedDeployment({ name: 'web', namespace });
+      return d.status?.availableReplicas === 2 ? d : undefined;
+    });
+    const rs = await apps.listNamespacedReplicaSet({ namespace });
+    assert.equal(rs.items.length, 1);
+    assert.equal(rs.items[0]?.metadata?.ownerReferences?.[0]?.name, 'web');
+
+    await apps.deleteNamespacedDeployment({ name: 'web', namespace, propagationPolicy: 'Background' });
+    await eventually('ReplicaSets and Pods garbage-collected', async () => {
+      const [sets, pods] = await Promise.all([
+        apps.listNamespacedReplicaSet({ namespace }),
+        core.listNamespacedPod({ namespace }),
+      ]);
+      return sets.items.length === 0 && pods.items.length === 0 ? true : undefined;
+    });
+  });
+
+  test('a StatefulSet gets its PVCs bound and its Pods Ready; a Job completes', async () => {
+    const namespace = await env.newNamespace('sts');
+    const labels = { app: 'db' };
+    await apps.createNamespacedStatefulSet({
+      namespace,
+      body: {
+        metadata: { name: 'db', namespace },
+        spec: {
+          serviceName: 'db',
+          replicas: 2,
+          selector: { matchLabels: labels },
+          template: { metadata: { labels }, spec: { containers: [{ name: 'db', image: 'postgres:17' }] } },
+          volumeClaimTemplates: [
+            {
+              metadata: { name: 'data' },
+              spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+            },
+          ],
+        },
+      },
+    });
+    await eventually('StatefulSet readyReplicas 2', async () => {
+      const sts = await apps.readNamespacedStatefulSet({ name: 'db', namespace });
+      return sts.status?.readyReplicas === 2 ? sts : undefined;
+    });
+    const pvcs = await core.listNamespacedPersistentVolumeClaim({ namespace });
+    assert.deepEqual(pvcs.items.map((p) => `${p.metadata?.name}:${p.status?.phase}`).sort(), [
+      'data-db-0:Bound',
+      'data-db-1:Bound',
+    ]);
+
+    const { BatchV1Api } = await import('@kubernetes/client-node');
+    const batch = env.kubeConfig.makeApiClient(BatchV1Api);
+    await batch.createNamespacedJob({
+      namespace,
+      body: {
+        metadata: { name: 'once', namespace },
+        spec: {
+          template: { spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] } },
+        },
+      },
+    });
+    await eventually('Job succeeded', async () => {
+      const job = await batch.readNamespacedJob({ name: 'once', namespace });
+      return job.status?.succeeded === 1 ? job : undefined;
+    });
+  });
+
+  describe('custom resources', () => {
+    const crd = {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'gadgets.testenv.regulon.dev' },
+      spec: {
+        group: 'testenv.regulon.dev',
+        scope: 'Namespaced',
+        names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget' },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: {
+                  spec: {
+                    type: 'object',
+                    required: ['size'],
+                    properties: { size: { type: 'integer', minimum: 1, maximum: 10 } },
+                  },
+                },
+              },
+            },
+          },
+        ],
+      },
+    };
+
+    test('installCRDs waits until served; a custom resource reads back', async () => {
+      await env.installCRDs([crd]);
+      const namespace = await env.newNamespace('crd');
+      const custom = env.kubeConfig.makeApiClient(CustomObjectsApi);
+      const ref = { group: 'testenv.regulon.dev', version: 'v1', namespace, plural: 'gadgets' };
+      await custom.createNamespacedCustomObject({
+        ...ref,
+        body: {
+          apiVersion: 'testenv.regulon.dev/v1',
+          kind: 'Gadget',
+          metadata: { name: 'g1' },
+          spec: { size: 3 },
+        },
+      });
+      const got = (await custom.getNamespacedCustomObject({ ...ref, name: 'g1' })) as {
+        spec: { size: number };
+      };
+      assert.equal(got.spec.size, 3);
+    });
+
+    test('a write that violates the schema is rejected with the API server message', async () => {
+      await env.installCRDs([crd]);
+      const namespace = await env.newNamespace('crd');
+      const custom = env.kubeConfig.makeApiClient(CustomObjectsApi);
+      await assert.rejects(
+        custom.createNamespacedCustomObject({
+          group: 'testenv.regulon.dev',
+          version: 'v1',
+          namespace,
+          plural: 'gadgets',
+          body: {
+            apiVersion: 'testenv.regulon.dev/v1',
+            kind: 'Gadget',
+            metadata: { name: 'big' },
+            spec: { size: 11 },
+          },
+        }),
+        (err: { code?: number; body?: string }) => {
+          assert.equal(err.code, 422);
+          assert.match(
+            String(err.body),
+            /spec\.size: Invalid value: 11: spec\.size in body should be less than or equal to 10/,
+          );
+          return true;
+        },
+      );
+    });
+  });
+});

@@ -1,0 +1,434 @@
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureBinaries, type Binaries } from './binaries.ts';
+import { generatePki, type Pki } from './certs.ts';
+import { adminRequest, postJson, type AdminCredentials } from './http.ts';
+import { freePorts } from './ports.ts';
+import {
+  delay,
+  isAlive,
+  logTail,
+  startComponent,
+  stopComponent,
+  type ComponentState,
+  type RunningComponent,
+} from './process.ts';
+
+/** Defaults, named where they are defined. */
+export const DEFAULT_NODES = 3;
+export const DEFAULT_START_TIMEOUT_MS = 120_000;
+/** A pod CIDR for KWOK's fake pod IPs and a service range; neither is routed anywhere. */
+const SERVICE_CIDR = '10.0.0.0/24';
+const POD_CIDR = '10.244.0.0/16';
+/** The annotation KWOK's controller selects its fake nodes by. */
+export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';
+
+export interface ControlPlaneOptions {
+  /** Working directory for certificates, etcd data, logs and the kubeconfig. */
+  dir: string;
+  /** Fake KWOK nodes to register (default 3). */
+  nodes?: number;
+  log?: (line: string) => void;
+  startTimeoutMs?: number;
+}
+
+/** Everything needed to find, use, stop or restart a running control plane, from any process. */
+export interface ControlPlaneState {
+  dir: string;
+  server: string;
+  kubeconfigPath: string;
+  etcdEndpoint: string;
+  pki: Pki;
+  binDir: string;
+  kubectl: string;
+  nodes: number;
+  components: Record<string, ComponentState>;
+}
+
+const STATE_FILE = 'state.json';
+
+/**
+ * A real Kubernetes control plane on loopback: etcd, kube-apiserver (RBAC,
+ * service-account keys), kube-controller-manager (GC, Deployments,
+ * StatefulSets, Jobs, namespaces), kube-scheduler, and KWOK simulating nodes
+ * so that Pods become Ready and Job Pods complete.
+ */
+export class ControlPlane {
+  readonly state: ControlPlaneState;
+  readonly #log: (line: string) => void;
+
+  private constructor(state: ControlPlaneState, log: (line: string) => void) {
+    this.state = state;
+    this.#log = log;
+  }
+
+  get kubeconfigPath(): string {
+    return this.state.kubeconfigPath;
+  }
+
+  get server(): string {
+    return this.state.server;
+  }
+
+  get credentials(): AdminCredentials {
+    const { pki } = this.state;
+    return { server: this.state.server, ca: pki.caCert, cert: pki.adminCert, key: pki.adminKey };
+  }
+
+  /** Attaches to a control plane that another process started in `dir`. */
+  static attach(dir: string, log: (line: string) => void = () => {}): ControlPlane {
+    const state = JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8')) as ControlPlaneState;
+    return new ControlPlane(state, log);
+  }
+
+  static exists(dir: string): boolean {
+    return existsSync(join(dir, STATE_FILE));
+  }
+
+  static async start(options: ControlPlaneOptions): Promise<ControlPlane> {
+    const log = options.log ?? (() => {});
+    const timeout = options.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
+    const deadline = Date.now() + timeout;
+    const bins = await ensureBinaries(log);
+    const dir = options.dir;
+    for (const sub of ['pki', 'etcd', 'logs']) mkdirSync(join(dir, sub), { recursive: true });
+    const pki = await generatePki(join(dir, 'pki'));
+    const [apiPort, etcdPort, etcdPeerPort] = (await freePorts(3)) as [number, number, number];
+    const server = `https://127.0.0.1:${apiPort}`;
+    const etcdEndpoint = `http://127.0.0.1:${etcdPort}`;
+    const kubeconfigPath = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfigPath, kubeconfig(server, pki), { mode: 0o600 });
+    writeFileSync(join(dir, 'kwok-config.yaml'), readFileSync(bins.kwokStages));
+
+    const cp = new ControlPlane(
+      {
+        dir,
+        server,
+        kubeconfigPath,
+        etcdEndpoint,
+        pki,
+        binDir: bins.dir,
+        kubectl: bins.kubectl,
+        nodes: options.nodes ?? DEFAULT_NODES,
+        components: {},
+      },
+      log,
+    );
+    try {
+      const etcd = cp.#spawn('etcd', bins.etcd, etcdArgs(dir, etcdPort, etcdPeerPort));
+      await cp.#waitFor('etcd', etcd, deadline, async () => {
+        const res = await postJson(`${etcdEndpoint}/v3/maintenance/status`, {});
+        return res.status === 200;
+      });
+      const apiserver = cp.#spawn(
+        'kube-apiserver',
+        bins.kubeApiserver,
+        apiserverArgs(dir, pki, apiPort, etcdEndpoint),
+      );
+      await cp.#waitFor('kube-apiserver', apiserver, deadline, async () => {
+        const res = await adminRequest(cp.credentials, 'GET', '/readyz');
+        return res.status === 200;
+      });
+      cp.#spawn(
+        'kube-controller-manager',
+        bins.kubeControllerManager,
+        controllerManagerArgs(kubeconfigPath, pki),
+      );
+      cp.#spawn('kube-scheduler', bins.kubeScheduler, schedulerArgs(kubeconfigPath));
+      cp.#spawn('kwok', bins.kwok, kwokArgs(dir, kubeconfigPath));
+      await cp.#registerNodes(cp.state.nodes);
+      await cp.#applyStorageClass(bins);
+      await cp.#waitFor('kube-controller-manager (default ServiceAccount)', undefined, deadline, async () => {
+        const res = await adminRequest(
+          cp.credentials,
+          'GET',
+          '/api/v1/namespaces/default/serviceaccounts/default',
+        );
+        return res.status === 200;
+      });
+      await cp.#waitFor(
+        'KWOK nodes Ready',
+        undefined,
+        deadline,
+        async () => (await cp.readyNodes()) >= cp.state.nodes,
+      );
+    } catch (err) {
+      await cp.stop();
+      throw err;
+    }
+    return cp;
+  }
+
+  /** Names of the registered KWOK nodes whose Ready condition is True. */
+  async readyNodes(): Promise<number> {
+    const res = await adminRequest(this.credentials, 'GET', '/api/v1/nodes');
+    if (res.status !== 200) return 0;
+    const list = JSON.parse(res.body) as {
+      items: Array<{ status?: { conditions?: Array<{ type: string; status: string }> } }>;
+    };
+    return list.items.filter((n) =>
+      n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+    ).length;
+  }
+
+  /** Stops every component: the API server's clients first, etcd last. */
+  async stop(): Promise<void> {
+    // Another process may have restarted a component since we started it; the state file has its pid.
+    this.#reload();
+    const order = ['kwok', 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'];
+    for (const name of order) {
+      const c = this.state.components[name];
+      if (c) await stopComponent(c);
+    }
+  }
+
+  /** Whether every component process is still running. */
+  alive(): Record<string, boolean> {
+    return Object.fromEntries(Object.entries(this.state.components).map(([n, c]) => [n, isAlive(c.pid)]));
+  }
+
+  /**
+   * Stops the API server (SIGKILL by default, like a crash) and leaves it
+   * down until `startAPIServer()`, for tests of what clients do while it is gone.
+   */
+  async stopAPIServer(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    this.#reload();
+    const c = this.state.components['kube-apiserver'];
+    if (c) await stopComponent(c, 5000, signal);
+  }
+
+  /** Starts the API server again with its original flags and waits until it is ready. */
+  async startAPIServer(timeoutMs = 60_000): Promise<void> {
+    const c = this.state.components['kube-apiserver'];
+    if (!c) throw new Error('testenv: no kube-apiserver in this control plane');
+    const running = this.#spawn(c.name, c.bin, c.args);
+    await this.#waitFor('kube-apiserver', running, Date.now() + timeoutMs, async () => {
+      const res = await adminRequest(this.credentials, 'GET', '/readyz');
+      return res.status === 200;
+    });
+  }
+
+  /**
+   * Compacts etcd's history up to its current revision, so that a watch that
+   * resumes from an older resourceVersion gets 410 Gone (where the API server's
+   * watch cache doesn't serve it).
+   */
+  async compactEtcd(): Promise<number> {
+    const status = await postJson(`${this.state.etcdEndpoint}/v3/kv/range`, {
+      key: Buffer.from('/').toString('base64'),
+    });
+    const revision = Number((JSON.parse(status.body) as { header: { revision: string } }).header.revision);
+    const res = await postJson(`${this.state.etcdEndpoint}/v3/kv/compaction`, {
+      revision: String(revision),
+      physical: true,
+    });
+    if (res.status !== 200) throw new Error(`etcd compaction failed: ${res.body}`);
+    return revision;
+  }
+
+  #reload(): void {
+    const file = join(this.state.dir, STATE_FILE);
+    if (!existsSync(file)) return;
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as ControlPlaneState;
+    Object.assign(this.state.components, saved.components);
+  }
+
+  #spawn(name: string, bin: string, args: string[]): RunningComponent {
+    const running = startComponent(name, bin, args, join(this.state.dir, 'logs', `${name}.log`));
+    this.state.components[name] = running.state;
+    writeFileSync(join(this.state.dir, STATE_FILE), JSON.stringify(this.state, null, 2));
+    this.#log(`started ${name} (pid ${running.state.pid})`);
+    return running;
+  }
+
+  async #waitFor(
+    what: string,
+    component: RunningComponent | undefined,
+    deadline: number,
+    ready: () => Promise<boolean>,
+  ): Promise<void> {
+    let exitCode: number | null | undefined;
+    let exited = false;
+    void component?.exited?.then((code) => {
+      exited = true;
+      exitCode = code;
+    });
+    let lastError = '';
+    while (Date.now() < deadline) {
+      if (exited && component) {
+        throw new Error(
+          `testenv: ${what} exited with ${exitCode} while starting:\n${logTail(component.state.log)}`,
+        );
+      }
+      try {
+        if (await ready()) {
+          this.#log(`${what} ready`);
+          return;
+        }
+      } catch (err) {
+        lastError = (err as Error).message;
+      }
+      await delay(100);
+    }
+    const tail = component ? `\n${logTail(component.state.log)}` : '';
+    throw new Error(`testenv: timed out waiting for ${what}${lastError ? ` (${lastError})` : ''}${tail}`);
+  }
+
+  async #registerNodes(count: number): Promise<void> {
+    for (let i = 0; i < count; i++) {
+      const name = `kwok-node-${i}`;
+      const node = {
+        apiVersion: 'v1',
+        kind: 'Node',
+        metadata: {
+          name,
+          annotations: { [KWOK_NODE_ANNOTATION]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+          labels: {
+            'kubernetes.io/hostname': name,
+            'kubernetes.io/os': 'linux',
+            'kubernetes.io/arch': 'amd64',
+            'kubernetes.io/role': 'agent',
+            'node-role.kubernetes.io/agent': '',
+            type: 'kwok',
+            'topology.kubernetes.io/zone': `zone-${i % 3}`,
+          },
+        },
+        spec: {},
+        status: {
+          allocatable: { cpu: '32', memory: '256Gi', pods: '110' },
+          capacity: { cpu: '32', memory: '256Gi', pods: '110' },
+          nodeInfo: {
+            kubeletVersion: 'fake',
+            kubeProxyVersion: 'fake',
+            architecture: 'amd64',
+            operatingSystem: 'linux',
+          },
+        },
+      };
+      const res = await adminRequest(this.credentials, 'POST', '/api/v1/nodes', node);
+      if (res.status !== 201 && res.status !== 409)
+        throw new Error(`testenv: registering node ${name}: ${res.body}`);
+    }
+  }
+
+  async #applyStorageClass(bins: Binaries): Promise<void> {
+    const yaml = readFileSync(bins.kwokStorageClass, 'utf8');
+    const name = /name:\s*(\S+)/.exec(yaml)?.[1] ?? 'kwok-volume';
+    // Expansion on, so that controllers that grow PVCs can be tested.
+    const body = `${yaml.trimEnd()}\nallowVolumeExpansion: true\n`;
+    const res = await adminRequest(
+      this.credentials,
+      'PATCH',
+      `/apis/storage.k8s.io/v1/storageclasses/${name}?fieldManager=regulon-testenv&force=true`,
+      body,
+      'application/apply-patch+yaml',
+    );
+    if (res.status !== 200 && res.status !== 201)
+      throw new Error(`testenv: applying StorageClass: ${res.body}`);
+  }
+}
+
+function kubeconfig(server: string, pki: Pki): string {
+  const b64 = (path: string) => readFileSync(path).toString('base64');
+  // JSON is valid YAML, and kubectl and @kubernetes/client-node both read it.
+  return JSON.stringify(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        { name: 'regulon-local', cluster: { server, 'certificate-authority-data': b64(pki.caCert) } },
+      ],
+      users: [
+        {
+          name: 'regulon-admin',
+          user: { 'client-certificate-data': b64(pki.adminCert), 'client-key-data': b64(pki.adminKey) },
+        },
+      ],
+      contexts: [
+        {
+          name: 'regulon-local',
+          context: { cluster: 'regulon-local', user: 'regulon-admin', namespace: 'default' },
+        },
+      ],
+      'current-context': 'regulon-local',
+    },
+    null,
+    2,
+  );
+}
+
+function etcdArgs(dir: string, port: number, peerPort: number): string[] {
+  const client = `http://127.0.0.1:${port}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
+  return [
+    '--name=default',
+    `--data-dir=${join(dir, 'etcd')}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=default=${peer}`,
+    // A throwaway test store: durability across power loss buys nothing and costs seconds.
+    '--unsafe-no-fsync=true',
+    '--log-level=warn',
+  ];
+}
+
+function apiserverArgs(dir: string, pki: Pki, port: number, etcd: string): string[] {
+  return [
+    `--etcd-servers=${etcd}`,
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    // The kubernetes Service's endpoints can't point at loopback, and nothing in-cluster needs them.
+    '--endpoint-reconciler-type=none',
+    `--secure-port=${port}`,
+    `--cert-dir=${join(dir, 'pki')}`,
+    `--tls-cert-file=${pki.servingCert}`,
+    `--tls-private-key-file=${pki.servingKey}`,
+    `--client-ca-file=${pki.caCert}`,
+    `--service-account-key-file=${pki.serviceAccountPub}`,
+    `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
+    '--authorization-mode=RBAC',
+    '--allow-privileged=true',
+    // PodTemplates have no watch cache, so a watch resuming from a compacted
+    // resourceVersion reaches etcd and gets a real 410 Gone (cache tests use it).
+    '--watch-cache-sizes=podtemplates#0',
+    '--profiling=false',
+    '--v=0',
+  ];
+}
+
+function controllerManagerArgs(kubeconfigPath: string, pki: Pki): string[] {
+  return [
+    `--kubeconfig=${kubeconfigPath}`,
+    '--leader-elect=false',
+    '--secure-port=0',
+    `--service-account-private-key-file=${pki.serviceAccountKey}`,
+    `--root-ca-file=${pki.caCert}`,
+    `--cluster-signing-cert-file=${pki.caCert}`,
+    `--cluster-signing-key-file=${pki.caKey}`,
+    '--allocate-node-cidrs=false',
+    `--cluster-cidr=${POD_CIDR}`,
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
+    '--controllers=*',
+    '--v=0',
+  ];
+}
+
+function schedulerArgs(kubeconfigPath: string): string[] {
+  return [`--kubeconfig=${kubeconfigPath}`, '--leader-elect=false', '--secure-port=0', '--v=0'];
+}
+
+function kwokArgs(dir: string, kubeconfigPath: string): string[] {
+  return [
+    `--kubeconfig=${kubeconfigPath}`,
+    `--config=${join(dir, 'kwok-config.yaml')}`,
+    '--manage-all-nodes=false',
+    `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
+    '--node-lease-duration-seconds=40',
+    `--cidr=${POD_CIDR}`,
+    '--node-ip=10.244.0.1',
+  ];
+}

@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
+import { adminRequest } from './http.ts';
+
+/** Set by `regulon-testenv exec` (and `start()`), read by every test process it runs. */
+export const STATE_DIR_ENV = 'REGULON_TESTENV_DIR';
+
+export interface TestEnvOptions extends Partial<ControlPlaneOptions> {
+  /** Print control-plane progress to stderr. */
+  verbose?: boolean;
+}
+
+export interface CustomResourceDefinition {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string };
+  spec: unknown;
+}
+
+/**
+ * A control plane for a test run. `start()` attaches to the one named by
+ * REGULON_TESTENV_DIR (one control plane per test run, shared by every test
+ * file), or starts its own. `stop()` only stops what this call started.
+ */
+export class TestEnv {
+  readonly controlPlane: ControlPlane;
+  readonly kubeConfig: KubeConfig;
+  readonly #owned: boolean;
+  readonly #ownedDir: string | undefined;
+
+  constructor(controlPlane: ControlPlane, owned: boolean, ownedDir?: string) {
+    this.controlPlane = controlPlane;
+    this.#owned = owned;
+    this.#ownedDir = ownedDir;
+    this.kubeConfig = new KubeConfig();
+    this.kubeConfig.loadFromFile(controlPlane.kubeconfigPath);
+  }
+
+  get kubeconfigPath(): string {
+    return this.controlPlane.kubeconfigPath;
+  }
+
+  get server(): string {
+    return this.controlPlane.server;
+  }
+
+  /** Creates a fresh namespace `<prefix>-<random>` and returns its name. */
+  async newNamespace(prefix = 'test'): Promise<string> {
+    const name = `${prefix
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, '-')
+      .slice(0, 40)}-${randomBytes(4).toString('hex')}`;
+    const res = await adminRequest(this.controlPlane.credentials, 'POST', '/api/v1/namespaces', {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name, labels: { 'regulon.dev/testenv': 'true' } },
+    });
+    if (res.status !== 201) throw new Error(`testenv: creating namespace ${name}: ${res.body}`);
+    return name;
+  }
+
+  /**
+   * Applies CustomResourceDefinitions (objects, or every YAML file in a
+   * directory) with server-side apply, and waits until each is Established
+   * and its resource is served.
+   */
+  async installCRDs(source: string | CustomResourceDefinition[], timeoutMs = 30_000): Promise<string[]> {
+    const crds = typeof source === 'string' ? readCRDs(source) : source;
+    const creds = this.controlPlane.credentials;
+    for (const crd of crds) {
+      const body = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', ...crd };
+      const res = await adminRequest(
+        creds,
+        'PATCH',
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}?fieldManager=regulon-testenv&force=true`,
+        body,
+        'application/apply-patch+yaml',
+      );
+      if (res.status !== 200 && res.status !== 201)
+        throw new Error(`testenv: applying CRD ${crd.metadata.name}: ${res.body}`);
+    }
+    const deadline = Date.now() + timeoutMs;
+    for (const crd of crds) {
+      for (;;) {
+        const res = await adminRequest(
+          creds,
+          'GET',
+          `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crd.metadata.name}`,
+        );
+        const got = JSON.parse(res.body) as CRDStatus;
+        if (isServed(got) && (await resourceListed(this, got))) break;
+        if (Date.now() > deadline)
+          throw new Error(`testenv: CRD ${crd.metadata.name} not Established after ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    return crds.map((c) => c.metadata.name);
+  }
+
+  async stop(): Promise<void> {
+    if (!this.#owned) return;
+    await this.controlPlane.stop();
+    if (this.#ownedDir) rmSync(this.#ownedDir, { recursive: true, force: true });
+  }
+}
+
+interface CRDStatus {
+  spec: { group: string; names: { plural: string }; versions: Array<{ name: string; served: boolean }> };
+  status?: { conditions?: Array<{ type: string; status: string }> };
+}
+
+function isServed(crd: CRDStatus): boolean {
+  const conds = crd.status?.conditions ?? [];
+  return ['Established', 'NamesAccepted'].every((t) =>
+    conds.some((c) => c.type === t && c.status === 'True'),
+  );
+}
+
+async function resourceListed(env: TestEnv, crd: CRDStatus): Promise<boolean> {
+  for (const v of crd.spec.versions.filter((x) => x.served)) {
+    const res = await adminRequest(env.controlPlane.credentials, 'GET', `/apis/${crd.spec.group}/${v.name}`);
+    if (res.status !== 200) return false;
+    const list = JSON.parse(res.body) as { resources: Array<{ name: string }> };
+    if (!list.resources.some((r) => r.name === crd.spec.names.plural)) return false;
+  }
+  return true;
+}
+
+function readCRDs(dir: string): CustomResourceDefinition[] {
+  const files = statSync(dir).isDirectory()
+    ? readdirSync(dir)
+        .filter((f) => /\.ya?ml$|\.json$/.test(f))
+        .sort()
+        .map((f) => join(dir, f))
+    : [dir];
+  const crds: CustomResourceDefinition[] = [];
+  for (const file of files) {
+    for (const doc of parseAllDocuments(readFileSync(file, 'utf8'))) {
+      const obj = doc.toJS() as (CustomResourceDefinition & { kind?: string }) | null;
+      if (obj?.kind === 'CustomResourceDefinition') crds.push(obj);
+    }
+  }
+  return crds;
+}
+
+/**
+ * Returns a TestEnv: attached to the run's shared control plane when
+ * REGULON_TESTENV_DIR is set, otherwise a new one in a temp directory.
+ */
+export async function start(options: TestEnvOptions = {}): Promise<TestEnv> {
+  const log = options.verbose ? (l: string) => process.stderr.write(`[testenv] ${l}\n`) : options.log;
+  const shared = process.env[STATE_DIR_ENV];
+  if (shared && ControlPlane.exists(shared)) return new TestEnv(ControlPlane.attach(shared, log), false);
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'regulon-testenv-'));
+  const cp = await ControlPlane.start({ ...options, dir, ...(log ? { log } : {}) });
+  return new TestEnv(cp, true, options.dir ? undefined : dir);
+}

@@ -1,0 +1,11 @@
+export { start, TestEnv, STATE_DIR_ENV, type TestEnvOptions, type CustomResourceDefinition } from './env.ts';
+export {
+  ControlPlane,
+  DEFAULT_NODES,
+  DEFAULT_START_TIMEOUT_MS,
+  KWOK_NODE_ANNOTATION,
+  type ControlPlaneOptions,
+  type ControlPlaneState,
+} from './control-plane.ts';
+export { ensureBinaries, type Binaries } from './binaries.ts';
+export { repoRoot, defaultClusterDir } from './paths.ts';
