@@ -1,0 +1,123 @@
+import { apiVersionOf, type KubeClient, type KubeObject, type ResourceType } from '@regulon/client';
+import type { BackoffOptions } from './backoff.ts';
+import { Informer } from './informer.ts';
+import { listerWatcher, type Scope } from './lister-watcher.ts';
+import { silentLogger, type Logger } from './logger.ts';
+import type { ReflectorHealth, Transform } from './reflector.ts';
+import type { IndexFunc } from './store.ts';
+
+export interface InformerRequest<T> extends Scope {
+  indexers?: Record<string, IndexFunc<T>>;
+  /** Only the first request for an informer sets its transform. */
+  transform?: Transform<T> | null;
+}
+
+export interface FactoryOptions {
+  logger?: Logger;
+  backoff?: BackoffOptions;
+  inactivityTimeoutMs?: number;
+  streamingList?: boolean;
+  /** Server-side watch timeouts are drawn from [min, 2*min) seconds (default 300). */
+  minWatchTimeoutSeconds?: number;
+}
+
+export interface InformerStatus {
+  name: string;
+  synced: boolean;
+  health: ReflectorHealth;
+}
+
+/**
+ * One informer, so one list and one watch, per (kind, scope) per process,
+ * shared by every controller that asks for it.
+ */
+export class SharedInformerFactory {
+  readonly #client: KubeClient;
+  readonly #o: FactoryOptions;
+  readonly #informers = new Map<string, Informer<KubeObject>>();
+  #signal: AbortSignal | undefined;
+
+  constructor(client: KubeClient, options: FactoryOptions = {}) {
+    this.#client = client;
+    this.#o = options;
+  }
+
+  /** The shared informer for a kind and scope; created on first request, started at once if the factory runs. */
+  informerFor<T extends KubeObject>(type: ResourceType, request: InformerRequest<T> = {}): Informer<T> {
+    const key = informerKey(type, request);
+    let informer = this.#informers.get(key) as Informer<T> | undefined;
+    if (!informer) {
+      const scope: Scope = {
+        ...(request.namespace ? { namespace: request.namespace } : {}),
+        ...(request.labelSelector ? { labelSelector: request.labelSelector } : {}),
+        ...(request.fieldSelector ? { fieldSelector: request.fieldSelector } : {}),
+        ...(request.metadataOnly ? { metadataOnly: true } : {}),
+      };
+      informer = new Informer<T>({
+        name: key,
+        listerWatcher: listerWatcher<T>(this.#client, type, scope),
+        logger: this.#o.logger ?? silentLogger,
+        ...(request.indexers ? { indexers: request.indexers } : {}),
+        ...(request.transform !== undefined ? { transform: request.transform } : {}),
+        ...(this.#o.backoff ? { backoff: this.#o.backoff } : {}),
+        ...(this.#o.inactivityTimeoutMs !== undefined
+          ? { inactivityTimeoutMs: this.#o.inactivityTimeoutMs }
+          : {}),
+        ...(this.#o.streamingList !== undefined ? { streamingList: this.#o.streamingList } : {}),
+        ...(this.#o.minWatchTimeoutSeconds !== undefined
+          ? { minWatchTimeoutSeconds: this.#o.minWatchTimeoutSeconds }
+          : {}),
+      });
+      this.#informers.set(key, informer as unknown as Informer<KubeObject>);
+      if (this.#signal) void informer.start(this.#signal);
+    } else if (request.indexers) {
+      for (const [name, fn] of Object.entries(request.indexers)) {
+        try {
+          informer.store.addIndexer(name, fn);
+        } catch {
+          // Another controller registered an indexer of this name on the shared informer already.
+        }
+      }
+    }
+    return informer;
+  }
+
+  /** Starts every informer, and any requested later, until the signal aborts. */
+  start(signal: AbortSignal): void {
+    this.#signal = signal;
+    for (const informer of this.#informers.values()) void informer.start(signal);
+  }
+
+  /** Resolves when every informer has synced; rejects on abort or after timeoutMs. */
+  async waitForSync(signal?: AbortSignal, timeoutMs?: number): Promise<void> {
+    const signals = [signal, timeoutMs !== undefined ? AbortSignal.timeout(timeoutMs) : undefined].filter(
+      (s): s is AbortSignal => s !== undefined,
+    );
+    const combined = signals.length ? AbortSignal.any(signals) : undefined;
+    try {
+      await Promise.all([...this.#informers.values()].map((i) => i.waitForSync(combined)));
+    } catch (err) {
+      const pending = this.status()
+        .filter((s) => !s.synced)
+        .map((s) => `${s.name}${s.health.lastError ? ` (${s.health.lastError})` : ''}`);
+      throw new Error(`caches did not sync: ${pending.join(', ')}`, { cause: err });
+    }
+  }
+
+  status(): InformerStatus[] {
+    return [...this.#informers.values()].map((i) => ({
+      name: i.name,
+      synced: i.hasSynced(),
+      health: i.health(),
+    }));
+  }
+}
+
+function informerKey(type: ResourceType, scope: Scope): string {
+  const parts = [`${apiVersionOf(type)} ${type.kind}`];
+  if (scope.namespace) parts.push(`ns=${scope.namespace}`);
+  if (scope.labelSelector) parts.push(`labels=${scope.labelSelector}`);
+  if (scope.fieldSelector) parts.push(`fields=${scope.fieldSelector}`);
+  if (scope.metadataOnly) parts.push('metadata-only');
+  return parts.join(' ');
+}

@@ -1,0 +1,145 @@
+import type { KubeObject } from '@regulon/client';
+import type { BackoffOptions } from './backoff.ts';
+import type { ListerWatcher } from './lister-watcher.ts';
+import { silentLogger, type Logger } from './logger.ts';
+import { Reflector, type ReflectorHealth, type Transform } from './reflector.ts';
+import { Store, type IndexFunc, type StoreChange } from './store.ts';
+
+export interface EventHandler<T> {
+  /** `initialList` is true for objects delivered by the first list or by a replay to a late handler. */
+  onAdd?(obj: T, initialList: boolean): void;
+  onUpdate?(old: T, obj: T): void;
+  /** The object's last known state. */
+  onDelete?(obj: T): void;
+}
+
+/**
+ * The default transform: drops metadata.managedFields, which is often larger
+ * than the rest of the object and that no controller reads from a cache.
+ * A transform receives a freshly decoded object and may change it in place.
+ */
+export function stripManagedFields<T extends KubeObject>(obj: T): T {
+  if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
+  return obj;
+}
+
+export interface InformerOptions<T extends KubeObject> {
+  name: string;
+  listerWatcher: ListerWatcher<T>;
+  indexers?: Record<string, IndexFunc<T>>;
+  /** Applied to every object before it is stored; default strips managedFields. `null` keeps objects whole. */
+  transform?: Transform<T> | null;
+  logger?: Logger;
+  backoff?: BackoffOptions;
+  inactivityTimeoutMs?: number;
+  streamingList?: boolean;
+  minWatchTimeoutSeconds?: number;
+}
+
+/**
+ * A store kept up to date by a reflector, with event handlers. Reads are
+ * local and return frozen objects.
+ */
+export class Informer<T extends KubeObject> {
+  readonly name: string;
+  readonly store: Store<T>;
+  readonly #reflector: Reflector<T>;
+  readonly #handlers = new Set<EventHandler<T>>();
+  readonly #log: Logger;
+  #running: Promise<void> | undefined;
+
+  constructor(options: InformerOptions<T>) {
+    this.name = options.name;
+    this.#log = options.logger ?? silentLogger;
+    this.store = new Store<T>(options.indexers);
+    const transform = options.transform === undefined ? stripManagedFields : (options.transform ?? undefined);
+    this.#reflector = new Reflector<T>({
+      name: options.name,
+      listerWatcher: options.listerWatcher,
+      store: this.store,
+      onChange: (change) => this.#dispatch(change),
+      logger: this.#log,
+      ...(transform ? { transform } : {}),
+      ...(options.backoff ? { backoff: options.backoff } : {}),
+      ...(options.inactivityTimeoutMs !== undefined
+        ? { inactivityTimeoutMs: options.inactivityTimeoutMs }
+        : {}),
+      ...(options.streamingList !== undefined ? { streamingList: options.streamingList } : {}),
+      ...(options.minWatchTimeoutSeconds !== undefined
+        ? { minWatchTimeoutSeconds: options.minWatchTimeoutSeconds }
+        : {}),
+    });
+  }
+
+  /**
+   * Registers a handler. A handler added after objects are cached is first
+   * given every cached object as an add, so it never misses the initial state.
+   * Returns a function that removes the handler.
+   */
+  addEventHandler(handler: EventHandler<T>): () => void {
+    this.#handlers.add(handler);
+    if (this.store.size > 0 && handler.onAdd)
+      for (const obj of this.store.list()) this.#call(() => handler.onAdd?.(obj, true));
+    return () => this.#handlers.delete(handler);
+  }
+
+  /** Starts the reflector (once); it runs until the signal aborts. */
+  start(signal: AbortSignal): Promise<void> {
+    this.#running ??= this.#reflector.run(signal);
+    return this.#running;
+  }
+
+  get started(): boolean {
+    return this.#running !== undefined;
+  }
+
+  hasSynced(): boolean {
+    return this.#reflector.hasSynced();
+  }
+
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    return this.#reflector.waitForSync(signal);
+  }
+
+  health(): ReflectorHealth {
+    return this.#reflector.health();
+  }
+
+  /** The cached object `namespace/name` (or `name` when cluster-scoped). */
+  get(name: string, namespace?: string): T | undefined {
+    return this.store.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  /** Cached objects, optionally of one namespace. */
+  list(namespace?: string): T[] {
+    return namespace ? this.store.byIndex('namespace', namespace) : this.store.list();
+  }
+
+  #dispatch(change: StoreChange<T>): void {
+    const initial = !this.#reflector.hasSynced();
+    for (const h of this.#handlers) {
+      switch (change.type) {
+        case 'add':
+          this.#call(() => h.onAdd?.(change.obj, initial));
+          break;
+        case 'update':
+          this.#call(() => h.onUpdate?.(change.old, change.obj));
+          break;
+        case 'delete':
+          this.#call(() => h.onDelete?.(change.obj));
+          break;
+      }
+    }
+  }
+
+  #call(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.#log.error(
+        { informer: this.name, err: err instanceof Error ? err.message : String(err) },
+        'event handler threw',
+      );
+    }
+  }
+}

@@ -1,0 +1,52 @@
+import type { KubeClient, KubeObject, ListResult, ResourceType, WatchEvent } from '@regulon/client';
+
+/** Which objects of a kind an informer holds. */
+export interface Scope {
+  /** Only this namespace; all namespaces when absent. */
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Hold PartialObjectMetadata instead of whole objects (less memory, and no Secret data). */
+  metadataOnly?: boolean;
+}
+
+export interface WatchRequest {
+  resourceVersion?: string;
+  timeoutSeconds: number;
+  sendInitialEvents?: boolean;
+  signal: AbortSignal;
+}
+
+/** The two calls a reflector makes; a seam so that its loop doesn't depend on HTTP. */
+export interface ListerWatcher<T> {
+  list(signal: AbortSignal): Promise<ListResult<T>>;
+  watch(request: WatchRequest): AsyncIterable<WatchEvent<T>>;
+}
+
+/** Page size of the initial list: big enough to be few requests, small enough to bound the server's work. */
+export const LIST_PAGE_SIZE = 500;
+
+export function listerWatcher<T extends KubeObject>(
+  client: KubeClient,
+  type: ResourceType,
+  scope: Scope = {},
+): ListerWatcher<T> {
+  const base = {
+    ...(scope.namespace ? { namespace: scope.namespace } : {}),
+    ...(scope.labelSelector ? { labelSelector: scope.labelSelector } : {}),
+    ...(scope.fieldSelector ? { fieldSelector: scope.fieldSelector } : {}),
+    ...(scope.metadataOnly ? { metadataOnly: true } : {}),
+  };
+  return {
+    list: (signal) => client.resource<T>(type).listAll({ ...base, pageSize: LIST_PAGE_SIZE, signal }),
+    watch: (req) =>
+      client.watch<T>(type, {
+        ...base,
+        allowWatchBookmarks: true,
+        timeoutSeconds: req.timeoutSeconds,
+        signal: req.signal,
+        ...(req.resourceVersion !== undefined ? { resourceVersion: req.resourceVersion } : {}),
+        ...(req.sendInitialEvents ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : {}),
+      }),
+  };
+}

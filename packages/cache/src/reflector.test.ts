@@ -1,0 +1,188 @@
+// The reflector's loop against a scripted ListerWatcher: how it reacts to each
+// kind of failure. What the real API server sends is covered by
+// cache.integration.test.ts.
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import type { KubeObject, ListResult, WatchEvent } from '@regulon/client';
+import type { ListerWatcher, WatchRequest } from './lister-watcher.ts';
+import { Reflector } from './reflector.ts';
+import { Store, type StoreChange } from './store.ts';
+
+const cm = (name: string, rv: string): KubeObject => ({
+  metadata: { namespace: 'ns', name, resourceVersion: rv },
+});
+
+type WatchScript = (req: WatchRequest) => AsyncIterable<WatchEvent<KubeObject>>;
+
+/** Serves lists and watches from queues of scripted answers; records the requests. */
+class Script implements ListerWatcher<KubeObject> {
+  lists: Array<() => ListResult<KubeObject>> = [];
+  watches: WatchScript[] = [];
+  listCalls = 0;
+  watchCalls: WatchRequest[] = [];
+  list(): Promise<ListResult<KubeObject>> {
+    this.listCalls++;
+    const next = this.lists.shift();
+    return next ? Promise.resolve(next()) : Promise.reject(new Error('no list scripted'));
+  }
+  watch(req: WatchRequest): AsyncIterable<WatchEvent<KubeObject>> {
+    this.watchCalls.push(req);
+    return (this.watches.shift() ?? hang)(req);
+  }
+}
+
+/** A watch that stays open, silent, until aborted. */
+async function* hang(req: WatchRequest): AsyncIterable<WatchEvent<KubeObject>> {
+  await new Promise<void>((_, reject) =>
+    req.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+  );
+  yield* [];
+}
+
+function events(...evs: WatchEvent<KubeObject>[]): WatchScript {
+  return async function* () {
+    await Promise.resolve();
+    yield* evs;
+  };
+}
+
+async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+// Reflectors left running by a failed test stop at the end instead of holding the run open.
+const running: AbortController[] = [];
+after(() => running.forEach((ac) => ac.abort()));
+
+function harness(
+  script: Script,
+  extra: { inactivityTimeoutMs?: number; onChange?: (c: StoreChange<KubeObject>) => void } = {},
+) {
+  const changes: string[] = [];
+  const store = new Store();
+  const reflector = new Reflector({
+    name: 'test',
+    listerWatcher: script,
+    store,
+    backoff: { initialMs: 2, maxMs: 10, factor: 2 },
+    onChange: (c) => {
+      changes.push(`${c.type}:${c.obj.metadata?.name}@${c.obj.metadata?.resourceVersion}`);
+      extra.onChange?.(c);
+    },
+    ...(extra.inactivityTimeoutMs ? { inactivityTimeoutMs: extra.inactivityTimeoutMs } : {}),
+  });
+  const ac = new AbortController();
+  running.push(ac);
+  const done = reflector.run(ac.signal);
+  return { changes, store, reflector, stop: async () => (ac.abort(), done) };
+}
+
+describe('Reflector', () => {
+  test('lists, syncs, then watches from the list resourceVersion', async () => {
+    const s = new Script();
+    s.lists.push(() => ({ items: [cm('a', '5')], resourceVersion: '10' }));
+    s.watches.push(
+      events({ type: 'ADDED', object: cm('b', '11') }, { type: 'MODIFIED', object: cm('a', '12') }),
+    );
+    const h = harness(s);
+    await h.reflector.waitForSync();
+    await until(() => h.changes.length === 3, '3 changes');
+    assert.deepEqual(h.changes, ['add:a@5', 'add:b@11', 'update:a@12']);
+    assert.equal(s.watchCalls[0]?.resourceVersion, '10');
+    await until(() => s.watchCalls.length === 2, 'second watch');
+    assert.equal(s.watchCalls[1]?.resourceVersion, '12', 'resumes from the last event, without relisting');
+    assert.equal(s.listCalls, 1);
+    await h.stop();
+  });
+
+  test('a bookmark moves the resourceVersion forward without changing the store', async () => {
+    const s = new Script();
+    s.lists.push(() => ({ items: [], resourceVersion: '10' }));
+    s.watches.push(events({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '99' } } }));
+    const h = harness(s);
+    await until(() => s.watchCalls.length === 2, 'second watch');
+    assert.equal(s.watchCalls[1]?.resourceVersion, '99');
+    assert.deepEqual(h.changes, []);
+    await h.stop();
+  });
+
+  test('410 Gone relists and emits deletes for objects that vanished meanwhile', async () => {
+    const s = new Script();
+    s.lists.push(() => ({ items: [cm('a', '1'), cm('b', '1')], resourceVersion: '10' }));
+    s.watches.push(
+      events({
+        type: 'ERROR',
+        status: { code: 410, reason: 'Expired', message: 'too old resource version' },
+      }),
+    );
+    s.lists.push(() => ({ items: [cm('a', '1'), cm('c', '20')], resourceVersion: '30' }));
+    const h = harness(s);
+    await until(() => h.changes.length === 4, '4 changes');
+    assert.deepEqual(h.changes, ['add:a@1', 'add:b@1', 'add:c@20', 'delete:b@1']);
+    assert.equal(h.reflector.health().relists, 1);
+    await until(() => s.watchCalls.length === 2, 'watch after relist');
+    assert.equal(s.watchCalls[1]?.resourceVersion, '30');
+    await h.stop();
+  });
+
+  test('a failing watch is retried with backoff, reported in health, and recovers', async () => {
+    const s = new Script();
+    s.lists.push(() => ({ items: [], resourceVersion: '10' }));
+    const fail: WatchScript = () => ({
+      [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new Error('connect ECONNREFUSED')) }),
+    });
+    s.watches.push(fail, fail, fail, events({ type: 'ADDED', object: cm('a', '11') }));
+    const seen: number[] = [];
+    const h = harness(s, { onChange: () => seen.push(h.reflector.health().consecutiveFailures) });
+    await until(() => h.reflector.health().consecutiveFailures >= 2, 'failures reported');
+    assert.match(h.reflector.health().lastError ?? '', /ECONNREFUSED/);
+    await until(() => h.changes.length === 1, 'recovered');
+    assert.deepEqual(seen, [0], 'health is back to 0 failures once events flow');
+    assert.deepEqual(
+      s.watchCalls.slice(0, 4).map((w) => w.resourceVersion),
+      ['10', '10', '10', '10'],
+      'each retry resumes from the same version',
+    );
+    await h.stop();
+  });
+
+  test('a silent watch is detected as stalled and reconnected', async () => {
+    const s = new Script();
+    s.lists.push(() => ({ items: [], resourceVersion: '10' }));
+    s.watches.push(hang, events({ type: 'ADDED', object: cm('a', '11') }));
+    const h = harness(s, { inactivityTimeoutMs: 50 });
+    await until(() => h.changes.length === 1, 'event after reconnect');
+    assert.equal(s.watchCalls.length >= 2, true);
+    await h.stop();
+  });
+
+  test('a throwing handler does not stop the reflector', async () => {
+    const s = new Script();
+    s.lists.push(() => ({ items: [cm('a', '1')], resourceVersion: '10' }));
+    s.watches.push(events({ type: 'ADDED', object: cm('b', '11') }));
+    let calls = 0;
+    const h = harness(s, {
+      onChange: () => {
+        calls++;
+        throw new Error('handler bug');
+      },
+    });
+    await until(() => calls === 2, 'both events handled');
+    assert.equal(h.store.size, 2);
+    await h.stop();
+  });
+
+  test('run() returns only when aborted, and health says it is not watching', async () => {
+    const s = new Script();
+    s.lists.push(() => ({ items: [], resourceVersion: '1' }));
+    const h = harness(s);
+    await h.reflector.waitForSync();
+    await until(() => h.reflector.health().watching, 'watching');
+    await h.stop();
+    assert.equal(h.reflector.health().watching, false);
+  });
+});

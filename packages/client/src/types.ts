@@ -1,0 +1,28 @@
+import type { V1ObjectMeta } from '@kubernetes/client-node';
+import type { Status } from './errors.ts';
+
+export type ObjectMeta = V1ObjectMeta;
+
+/** Any Kubernetes object; built-in types such as V1ConfigMap satisfy it. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: V1ObjectMeta;
+}
+
+/** What a metadata-only list or watch returns (meta.k8s.io/v1). */
+export interface PartialObjectMetadata extends KubeObject {
+  metadata: V1ObjectMeta;
+}
+
+export interface ListResult<T> {
+  items: T[];
+  /** The collection's resourceVersion: where a following watch should start. */
+  resourceVersion: string;
+  /** Token for the next page; absent on the last page. */
+  continue?: string;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+
+export type WatchEvent<T> = { type: WatchEventType; object: T } | { type: 'ERROR'; status: Status };

@@ -1,0 +1,20 @@
+export { FakeClock, realClock } from './clock.ts';
+export type { Clock, TimerHandle } from './clock.ts';
+export { WorkQueue } from './queue.ts';
+export type { GetResult, QueueKey, WorkQueueOptions } from './queue.ts';
+export { DelayingQueue } from './delaying.ts';
+export { RateLimitingQueue } from './rate-limiting-queue.ts';
+export type { RateLimitingQueueOptions } from './rate-limiting-queue.ts';
+export {
+  BucketRateLimiter,
+  DEFAULT_BASE_DELAY_MS,
+  DEFAULT_BURST,
+  DEFAULT_MAX_DELAY_MS,
+  DEFAULT_QPS,
+  ItemExponentialFailureRateLimiter,
+  MaxOfRateLimiter,
+  defaultControllerRateLimiter,
+} from './rate-limiters.ts';
+export type { RateLimiter } from './rate-limiters.ts';
+export { WORKQUEUE_DURATION_BUCKETS, WORKQUEUE_METRIC_NAMES } from './metrics.ts';
+export type { MetricsRegistry } from './metrics.ts';

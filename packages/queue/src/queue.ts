@@ -1,0 +1,164 @@
+import { realClock } from './clock.ts';
+import type { Clock } from './clock.ts';
+import { Fifo } from './fifo.ts';
+import { QueueMetrics } from './metrics.ts';
+import type { MetricsRegistry } from './metrics.ts';
+
+/**
+ * Item types the queue can deduplicate. Items are compared with SameValueZero (Set
+ * semantics), so they must be primitives; objects would never be recognised as "the same key".
+ */
+export type QueueKey = string | number | bigint | boolean | symbol;
+
+/** What {@link WorkQueue.get} resolves to. */
+export type GetResult<T> = { readonly item: T; readonly shutdown: false } | { readonly shutdown: true };
+
+export interface WorkQueueOptions {
+  /** Queue (controller) name; the `name` and `controller` metric labels. Required with `registry`. */
+  name?: string;
+  /** Time source for metrics and delays; defaults to {@link realClock}. */
+  clock?: Clock;
+  /** Registry to export metrics to. Without one no metrics are recorded at all. */
+  registry?: MetricsRegistry;
+}
+
+const SHUTDOWN: GetResult<never> = Object.freeze({ shutdown: true });
+
+/**
+ * A deduplicating FIFO of keys with client-go workqueue semantics:
+ *
+ * - an item is queued at most once however often it is added before a worker takes it;
+ * - an item is never held by two workers: adds while it is being processed are remembered
+ *   (it is "dirty") and it is queued again, once, when the worker calls {@link done}.
+ */
+export class WorkQueue<T extends QueueKey = string> {
+  readonly name: string;
+  protected readonly clock: Clock;
+
+  readonly #queue = new Fifo<T>();
+  // Items that need processing: queued, or added again while being processed.
+  readonly #dirty = new Set<T>();
+  // Items handed to a worker and not yet done.
+  readonly #processing = new Set<T>();
+  readonly #getters = new Fifo<(result: GetResult<T>) => void>();
+  readonly #drainWaiters = new Set<() => void>();
+  readonly #metrics: QueueMetrics<T> | undefined;
+  #shuttingDown = false;
+
+  constructor(options: WorkQueueOptions = {}) {
+    this.name = options.name ?? '';
+    this.clock = options.clock ?? realClock;
+    if (options.registry !== undefined) {
+      if (this.name === '')
+        throw new TypeError('WorkQueue: a name is required when a metrics registry is given');
+      this.#metrics = new QueueMetrics<T>(options.registry, this.name, this.clock);
+    }
+  }
+
+  /** Marks `item` as needing processing. No-op if it is already waiting or the queue is shutting down. */
+  add(item: T): void {
+    if (this.#shuttingDown || this.#dirty.has(item)) return;
+    this.#metrics?.add(item);
+    this.#dirty.add(item);
+    // The worker holding it will re-queue it on done(); queuing it now would let a second
+    // worker pick it up concurrently.
+    if (this.#processing.has(item)) return;
+    this.#queue.push(item);
+    this.#handOff();
+  }
+
+  /**
+   * Takes the next item, waiting while the queue is empty. Resolves `{shutdown: true}` once the
+   * queue is shutting down and has nothing left to hand out. Every item obtained must be
+   * passed to {@link done}.
+   */
+  get(): Promise<GetResult<T>> {
+    if (this.#queue.length > 0) return Promise.resolve(this.#take());
+    if (this.#shuttingDown) return Promise.resolve(SHUTDOWN);
+    return new Promise((resolve) => this.#getters.push(resolve));
+  }
+
+  /** Ends processing of `item`; if it was added meanwhile it is queued again. */
+  done(item: T): void {
+    // Guarding on membership (unlike client-go) keeps a stray done() from queueing a duplicate.
+    if (!this.#processing.delete(item)) return;
+    this.#metrics?.done(item);
+    if (this.#dirty.has(item)) {
+      this.#queue.push(item);
+      this.#handOff();
+    }
+    if (this.#processing.size === 0 && this.#shuttingDown) this.#stopped();
+  }
+
+  /** Number of items waiting to be handed out (not counting items being processed). */
+  len(): number {
+    return this.#queue.length;
+  }
+
+  /**
+   * Refuses further adds. Items already queued are still handed out; once the queue is
+   * empty, pending and future {@link get} calls resolve `{shutdown: true}`.
+   */
+  shutDown(): void {
+    if (this.#shuttingDown) return;
+    this.#shuttingDown = true;
+    // Getters only wait while the queue is empty, so all of them can be released now.
+    for (let resolve = this.#getters.shift(); resolve !== undefined; resolve = this.#getters.shift()) {
+      resolve(SHUTDOWN);
+    }
+    if (this.#processing.size === 0) this.#stopped();
+  }
+
+  /**
+   * Shuts down, then resolves once no item is being processed. Resolves `true` when drained,
+   * or `false` if `signal` aborted first (the queue stays shut down either way).
+   */
+  shutDownWithDrain(signal?: AbortSignal): Promise<boolean> {
+    this.shutDown();
+    if (this.#processing.size === 0) return Promise.resolve(true);
+    if (signal?.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const onAbort = (): void => {
+        this.#drainWaiters.delete(onDrained);
+        resolve(false);
+      };
+      const onDrained = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(true);
+      };
+      this.#drainWaiters.add(onDrained);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  shuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  /** Counts a retry in the metrics; subclasses call it for every delayed add. */
+  protected recordRetry(): void {
+    this.#metrics?.retry();
+  }
+
+  #take(): GetResult<T> {
+    const item = this.#queue.shift() as T;
+    this.#processing.add(item);
+    this.#dirty.delete(item);
+    this.#metrics?.get(item);
+    return { item, shutdown: false };
+  }
+
+  // Called right after an item is queued: a waiting getter, if any, gets it immediately, so
+  // the item is marked processing before any other get() can observe it.
+  #handOff(): void {
+    const resolve = this.#getters.shift();
+    if (resolve !== undefined) resolve(this.#take());
+  }
+
+  // Shut down with nothing in flight: wake drainers and stop reporting time-based gauges.
+  #stopped(): void {
+    for (const onDrained of this.#drainWaiters) onDrained();
+    this.#drainWaiters.clear();
+    this.#metrics?.detach();
+  }
+}

@@ -1,0 +1,36 @@
+import { DelayingQueue } from './delaying.ts';
+import type { QueueKey, WorkQueueOptions } from './queue.ts';
+import { defaultControllerRateLimiter } from './rate-limiters.ts';
+import type { RateLimiter } from './rate-limiters.ts';
+
+export interface RateLimitingQueueOptions<T> extends WorkQueueOptions {
+  /** Defaults to {@link defaultControllerRateLimiter} on the queue's clock. */
+  rateLimiter?: RateLimiter<T>;
+}
+
+/** A {@link DelayingQueue} whose retry delays come from a {@link RateLimiter}. */
+export class RateLimitingQueue<T extends QueueKey = string> extends DelayingQueue<T> {
+  readonly rateLimiter: RateLimiter<T>;
+
+  constructor(options: RateLimitingQueueOptions<T> = {}) {
+    super(options);
+    this.rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter<T>(this.clock);
+  }
+
+  /** Re-adds `item` after the delay its rate limiter prescribes, recording one more failure. */
+  addRateLimited(item: T): void {
+    // Consulting the limiter during shutdown would count a failure (and spend a bucket token)
+    // for an add that is going to be dropped.
+    if (this.shuttingDown()) return;
+    this.addAfter(item, this.rateLimiter.when(item));
+  }
+
+  /** Clears `item`'s failure history, typically after it was processed successfully. */
+  forget(item: T): void {
+    this.rateLimiter.forget(item);
+  }
+
+  numRequeues(item: T): number {
+    return this.rateLimiter.numRequeues(item);
+  }
+}
