@@ -176,6 +176,17 @@ describe('Reflector', () => {
     await h.stop();
   });
 
+  test('an abort that lands while the list is delivered stops run() at once', async () => {
+    const s = new Script();
+    const ac = new AbortController();
+    s.lists.push(() => ({ items: [cm('a', '1')], resourceVersion: '10' }));
+    const store = new Store();
+    // The handler aborts during the initial delivery, before any watch opens.
+    const reflector = new Reflector({ name: 'test', listerWatcher: s, store, onChange: () => ac.abort() });
+    await reflector.run(ac.signal);
+    assert.equal(s.watchCalls.length, 0);
+  });
+
   test('run() returns only when aborted, and health says it is not watching', async () => {
     const s = new Script();
     s.lists.push(() => ({ items: [], resourceVersion: '1' }));

@@ -172,6 +172,8 @@ export class Reflector<T extends KubeObject> {
     const min = this.#o.minWatchTimeoutSeconds ?? MIN_WATCH_TIMEOUT_SECONDS;
     const timeoutSeconds = Math.floor(min + Math.random() * min);
     const inactivityMs = this.#o.inactivityTimeoutMs ?? timeoutSeconds * 1000 + STALL_GRACE_MS;
+    // An abort that landed while the list was being delivered fires no listener: check first.
+    if (outer.aborted) return fromVersion;
     const controller = new AbortController();
     const onOuterAbort = () => controller.abort(outer.reason);
     outer.addEventListener('abort', onOuterAbort, { once: true });

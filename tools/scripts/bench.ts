@@ -1,0 +1,7 @@
+// `npm run bench`: every package's benchmarks side by side in one run, as one
+// table. Benchmarks measure; they assert nothing (targets are in the issue notes).
+import { runQueueBenchmarks } from '../../packages/queue/src/queue.bench.ts';
+import { runCacheBenchmarks } from '../../packages/cache/src/cache.bench.ts';
+
+const rows = [...(await runQueueBenchmarks()), ...(await runCacheBenchmarks())];
+console.table(rows.map((r) => ({ benchmark: r.benchmark, value: r.value, unit: r.unit })));
