@@ -1,0 +1,48 @@
+import type { KubeClient, KubeObject, ResourceType } from '@regulon/client';
+import { apiVersionOf } from '@regulon/client';
+import { assertCanControl, controllerReference, type Owner } from './ownership.ts';
+
+export interface ApplyChildOptions {
+  /** The controller's field manager: it owns exactly the fields it applies. */
+  fieldManager: string;
+  owner: Owner;
+  /**
+   * The live child from the cache, if any: refusing to touch a child that
+   * another controller owns needs no extra GET.
+   */
+  existing?: KubeObject | undefined;
+  signal?: AbortSignal;
+}
+
+/**
+ * Server-side applies a desired child with a controller ownerReference to
+ * `owner`. With force, fields this manager owns are set back to the desired
+ * values (drift is reverted) and fields owned by others are left alone; a
+ * deleted child is recreated. Throws AlreadyOwnedError, without writing, when
+ * the child is controlled by another owner.
+ */
+export async function applyChild<T extends KubeObject>(
+  client: KubeClient,
+  type: ResourceType,
+  desired: T,
+  options: ApplyChildOptions,
+): Promise<T> {
+  assertCanControl(options.existing, options.owner);
+  const body: T = {
+    ...desired,
+    apiVersion: apiVersionOf(type),
+    kind: type.kind,
+    metadata: {
+      ...desired.metadata,
+      ...(type.namespaced
+        ? { namespace: desired.metadata?.namespace ?? options.owner.metadata.namespace }
+        : {}),
+      ownerReferences: [controllerReference(options.owner)],
+    },
+  };
+  return client.resource<T>(type).apply(body, {
+    fieldManager: options.fieldManager,
+    force: true,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+}

@@ -1,0 +1,33 @@
+import type { KubeObject, ResourceType } from '@regulon/client';
+import type { Request } from './reconcile.ts';
+
+/** Maps a watched object to the requests it should wake. */
+export type MapFunc<T extends KubeObject = KubeObject> = (obj: T) => Request[];
+
+/** The object's own key (`for`). */
+export function enqueueObject(obj: KubeObject): Request[] {
+  const name = obj.metadata?.name;
+  if (!name) return [];
+  return [obj.metadata?.namespace ? { namespace: obj.metadata.namespace, name } : { name }];
+}
+
+/**
+ * The controller owner of the object (`owns`): the ownerReference with
+ * controller: true, if it is of the owner kind. Kubernetes forbids
+ * cross-namespace owner references, so a namespaced owner lives in the
+ * child's namespace.
+ */
+export function enqueueControllerOwner(owner: ResourceType): MapFunc {
+  const apiGroup = owner.group;
+  return (obj) => {
+    const ref = obj.metadata?.ownerReferences?.find((r) => r.controller === true);
+    if (!ref || ref.kind !== owner.kind) return [];
+    const refGroup = ref.apiVersion.includes('/') ? ref.apiVersion.split('/')[0] : '';
+    if (refGroup !== apiGroup) return [];
+    return [
+      owner.namespaced && obj.metadata?.namespace
+        ? { namespace: obj.metadata.namespace, name: ref.name }
+        : { name: ref.name },
+    ];
+  };
+}

@@ -1,0 +1,61 @@
+export { TerminalError, isTerminalError, requestKey, requestFromKey } from './reconcile.ts';
+export type { Reconciler, Request, Result, ReconcileContext } from './reconcile.ts';
+export { Controller, DEFAULT_MAX_CONCURRENT_RECONCILES, DEFAULT_RECONCILE_TIMEOUT_MS } from './controller.ts';
+export type { ControllerOptions, Runnable } from './controller.ts';
+export { ControllerBuilder } from './builder.ts';
+export type { BuilderOptions } from './builder.ts';
+export {
+  Manager,
+  DEFAULT_CACHE_SYNC_TIMEOUT_MS,
+  DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
+  DEFAULT_METRICS_BIND_ADDRESS,
+  DEFAULT_HEALTH_BIND_ADDRESS,
+} from './manager.ts';
+export type { ManagerOptions, LeaderElectionConfig } from './manager.ts';
+export { generationChanged, labelsChanged, annotationsChanged, and, or, predicate } from './predicates.ts';
+export type { Predicate } from './predicates.ts';
+export { enqueueObject, enqueueControllerOwner } from './handlers.ts';
+export type { MapFunc } from './handlers.ts';
+export { controllerMetrics, registerProcessMetrics, RECONCILE_TIME_BUCKETS } from './metrics.ts';
+export { MetricsServer, HealthServer, parseBindAddress } from './servers.ts';
+export { createLogger, REDACTED_PATHS, DEFAULT_LOG_LEVEL } from './logging.ts';
+export { setupTracing, tracingConfigured } from './tracing.ts';
+export { applyChild } from './apply.ts';
+export type { ApplyChildOptions } from './apply.ts';
+export { applyStatusIfChanged } from './status.ts';
+export {
+  controllerReference,
+  controllerOf,
+  isControlledBy,
+  assertCanControl,
+  AlreadyOwnedError,
+} from './ownership.ts';
+export type { Owner } from './ownership.ts';
+export {
+  LeaderElector,
+  LeadershipLostError,
+  defaultIdentity,
+  DEFAULT_LEASE_DURATION_MS,
+  DEFAULT_RENEW_DEADLINE_MS,
+  DEFAULT_RETRY_PERIOD_MS,
+} from './leader-election.ts';
+export type { LeaderElectorOptions } from './leader-election.ts';
+export {
+  EventRecorder,
+  DEFAULT_EVENT_AGGREGATION_WINDOW_MS,
+  DEFAULT_EVENT_BURST,
+  DEFAULT_EVENT_REFILL_INTERVAL_MS,
+} from './events.ts';
+export type { EventRecorderOptions, EventType } from './events.ts';
+export {
+  setCondition,
+  removeCondition,
+  findCondition,
+  isConditionTrue,
+  isConditionFalse,
+  conditionsEqual,
+  isValidConditionReason,
+} from './conditions.ts';
+export type { Condition, ConditionUpdate, ConditionStatus } from './conditions.ts';
+export { addFinalizer, removeFinalizer, hasFinalizer } from './finalizers.ts';
+export type { FinalizerOptions } from './finalizers.ts';

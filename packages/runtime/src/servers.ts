@@ -1,0 +1,122 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export type Check = () => { ok: boolean; detail?: string };
+
+/** Parses `:8080`, `8080`, `127.0.0.1:8080` or `0` (disabled) into a listen address. */
+export function parseBindAddress(addr: string): { host: string | undefined; port: number } | undefined {
+  if (addr === '0' || addr === '') return undefined;
+  const i = addr.lastIndexOf(':');
+  const host = i > 0 ? addr.slice(0, i) : undefined;
+  const port = Number(i >= 0 ? addr.slice(i + 1) : addr);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`invalid bind address ${JSON.stringify(addr)}`);
+  return { host, port };
+}
+
+async function listen(server: Server, addr: string): Promise<number | undefined> {
+  const bind = parseBindAddress(addr);
+  if (!bind) return undefined;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(bind.port, bind.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return (server.address() as AddressInfo).port;
+}
+
+/** Serves the registry on /metrics in the Prometheus text format. */
+export class MetricsServer {
+  readonly #server: Server;
+  port: number | undefined;
+
+  constructor(registry: Registry) {
+    this.#server = createServer((req, res) => {
+      if (req.url?.split('?')[0] !== '/metrics') {
+        res.writeHead(404).end('not found\n');
+        return;
+      }
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        (err: unknown) => res.writeHead(500).end(`${String(err)}\n`),
+      );
+    });
+  }
+
+  async listen(addr: string): Promise<number | undefined> {
+    this.port = await listen(this.#server, addr);
+    return this.port;
+  }
+
+  close(): Promise<void> {
+    return closeServer(this.#server);
+  }
+}
+
+/**
+ * /healthz answers while the process can serve HTTP at all; /readyz answers
+ * 200 only when every readiness check passes (caches synced, leader election
+ * running, informers not failing). `?verbose` lists the checks.
+ */
+export class HealthServer {
+  readonly #server: Server;
+  readonly #ready = new Map<string, Check>();
+  readonly #live = new Map<string, Check>();
+  port: number | undefined;
+
+  constructor() {
+    this.#server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const checks =
+        url.pathname === '/readyz'
+          ? this.#ready
+          : url.pathname === '/healthz' || url.pathname === '/livez'
+            ? this.#live
+            : undefined;
+      if (!checks) {
+        res.writeHead(404).end('not found\n');
+        return;
+      }
+      const results = [...checks].map(([name, check]) => {
+        try {
+          return { name, ...check() };
+        } catch (err) {
+          return { name, ok: false, detail: String(err) };
+        }
+      });
+      const ok = results.every((r) => r.ok);
+      const lines = results.map(
+        (r) => `[${r.ok ? '+' : '-'}]${r.name} ${r.ok ? 'ok' : `failed${r.detail ? `: ${r.detail}` : ''}`}`,
+      );
+      const body =
+        url.searchParams.has('verbose') || !ok ? `${lines.join('\n')}\n${ok ? 'ok' : 'not ok'}\n` : 'ok\n';
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain; charset=utf-8' }).end(body);
+    });
+  }
+
+  addReadyCheck(name: string, check: Check): void {
+    this.#ready.set(name, check);
+  }
+
+  addHealthCheck(name: string, check: Check): void {
+    this.#live.set(name, check);
+  }
+
+  async listen(addr: string): Promise<number | undefined> {
+    this.port = await listen(this.#server, addr);
+    return this.port;
+  }
+
+  close(): Promise<void> {
+    return closeServer(this.#server);
+  }
+}
+
+function closeServer(server: Server): Promise<void> {
+  if (!server.listening) return Promise.resolve();
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
