@@ -59,3 +59,5 @@ export {
 export type { Condition, ConditionUpdate, ConditionStatus } from './conditions.ts';
 export { addFinalizer, removeFinalizer, hasFinalizer } from './finalizers.ts';
 export type { FinalizerOptions } from './finalizers.ts';
+export { stopOnSignals, logUnhandledRejections } from './signals.ts';
+export type { SignalOptions } from './signals.ts';

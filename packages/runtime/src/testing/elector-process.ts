@@ -5,6 +5,7 @@ import { KubeClient, Kinds } from '@regulon/client';
 import type { DestinationStream } from 'pino';
 import { Manager } from '../manager.ts';
 import { createLogger } from '../logging.ts';
+import { stopOnSignals } from '../signals.ts';
 
 const env = (k: string) => {
   const v = process.env[k];
@@ -51,7 +52,7 @@ const leading = setInterval(() => {
     clearInterval(leading);
   }
 }, 20);
-process.on('SIGTERM', () => mgr.stop());
+stopOnSignals(mgr);
 mgr.start().then(
   () => {
     say('exit', { code: 0 });
