@@ -51,7 +51,7 @@ export class ControllerBuilder {
     this.#sources.push({
       type,
       map: enqueueObject,
-      predicates: (opts.predicates ?? []),
+      predicates: opts.predicates ?? [],
       metadataOnly: false,
     });
     return this;
@@ -70,7 +70,7 @@ export class ControllerBuilder {
     this.#sources.push({
       type,
       map: enqueueControllerOwner(this.#forType),
-      predicates: (opts.predicates ?? []),
+      predicates: opts.predicates ?? [],
       metadataOnly: opts.metadataOnly ?? false,
     });
     return this;
@@ -85,7 +85,7 @@ export class ControllerBuilder {
     this.#sources.push({
       type,
       map: map as MapFunc,
-      predicates: (opts.predicates ?? []),
+      predicates: opts.predicates ?? [],
       metadataOnly: opts.metadataOnly ?? false,
     });
     return this;
