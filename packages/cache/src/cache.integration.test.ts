@@ -158,6 +158,26 @@ describe('cache against a real API server', () => {
     assert.equal(factory.status().length, 3);
   });
 
+  test('a streaming list (sendInitialEvents) syncs the same objects as a paginated list', async () => {
+    const ns = await env.newNamespace('cache-stream');
+    const cms = client.resource<V1ConfigMap>(Kinds.ConfigMap);
+    for (let i = 0; i < 7; i++) await cms.create(configMap(ns, `s-${i}`, {}, { v: String(i) }));
+    const streaming = new SharedInformerFactory(client, { streamingList: true });
+    const paged = new SharedInformerFactory(client);
+    const a = streaming.informerFor<V1ConfigMap>(Kinds.ConfigMap, { namespace: ns });
+    const b = paged.informerFor<V1ConfigMap>(Kinds.ConfigMap, { namespace: ns });
+    runFactory(streaming);
+    runFactory(paged);
+    await Promise.all([streaming.waitForSync(undefined, 30_000), paged.waitForSync(undefined, 30_000)]);
+    assert.equal(a.health().streamingList, true, 'the server accepted sendInitialEvents');
+    assert.equal(b.health().streamingList, false);
+    assert.deepEqual(view(a.list()), view(b.list()));
+    assert.equal(a.list().filter((o) => o.metadata?.name?.startsWith('s-')).length, 7);
+    // And it keeps watching after the initial events.
+    await cms.create(configMap(ns, 'after'));
+    await eventually('streamed informer sees a later create', () => a.get('after', ns) !== undefined);
+  });
+
   test('a metadata-only informer holds metadata and no data', async () => {
     const ns = await env.newNamespace('cache-meta');
     await client

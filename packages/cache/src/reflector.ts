@@ -50,6 +50,8 @@ export interface ReflectorHealth {
   lastEventAt?: number;
   resourceVersion?: string;
   relists: number;
+  /** Whether initial state comes from a streaming list (sendInitialEvents) rather than paginated lists. */
+  streamingList: boolean;
 }
 
 class WatchStalledError extends Error {}
@@ -63,7 +65,12 @@ class WatchStalledError extends Error {}
 export class Reflector<T extends KubeObject> {
   readonly #o: ReflectorOptions<T>;
   readonly #log: Logger;
-  readonly #health: ReflectorHealth = { synced: false, watching: false, consecutiveFailures: 0, relists: 0 };
+  readonly #health: Omit<ReflectorHealth, 'streamingList'> = {
+    synced: false,
+    watching: false,
+    consecutiveFailures: 0,
+    relists: 0,
+  };
   #streaming: boolean;
   #syncWaiters: Array<() => void> = [];
 
@@ -74,7 +81,7 @@ export class Reflector<T extends KubeObject> {
   }
 
   health(): ReflectorHealth {
-    return { ...this.#health };
+    return { ...this.#health, streamingList: this.#streaming };
   }
 
   hasSynced(): boolean {

@@ -305,6 +305,46 @@ describe('Manager and controller', () => {
     await h.running;
   });
 
+  test('two controllers that watch one kind share one informer, and both reconcile', async () => {
+    const ns = await env.newNamespace('rt-shared');
+    const registry = new Registry();
+    const mgr = new Manager({
+      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
+      registry,
+      logger: createLogger({ level: 'silent' }),
+      metricsBindAddress: '0',
+      healthBindAddress: '0',
+      namespace: ns,
+    });
+    managers.push(mgr);
+    const seen = { first: new Set<string>(), second: new Set<string>() };
+    mgr
+      .controller('first')
+      .for(Kinds.ConfigMap)
+      .complete({ reconcile: (req) => Promise.resolve(void seen.first.add(req.name)) });
+    mgr
+      .controller('second')
+      .for(Kinds.Secret)
+      .watches(Kinds.ConfigMap, (cm) => [
+        { namespace: cm.metadata!.namespace!, name: `from-${cm.metadata!.name}` },
+      ])
+      .complete({ reconcile: (req) => Promise.resolve(void seen.second.add(req.name)) });
+    const running = mgr.start();
+    await client.resource(Kinds.ConfigMap).create(cm(ns, 'shared'));
+    await eventually(
+      'both controllers reconciled',
+      () => seen.first.has('shared') && seen.second.has('from-shared'),
+    );
+    const informers = mgr.informers.status().map((s) => s.name);
+    assert.equal(
+      informers.filter((n) => n.includes('ConfigMap')).length,
+      1,
+      `one ConfigMap watch: ${informers.join(', ')}`,
+    );
+    mgr.stop();
+    await running;
+  });
+
   test('a throwing reconciler that is a programming error counts as a panic and never crashes the process', async () => {
     const ns = await env.newNamespace('rt-panic');
     let calls = 0;
