@@ -61,3 +61,7 @@ export { addFinalizer, removeFinalizer, hasFinalizer } from './finalizers.ts';
 export type { FinalizerOptions } from './finalizers.ts';
 export { stopOnSignals, logUnhandledRejections } from './signals.ts';
 export type { SignalOptions } from './signals.ts';
+export { derivePhase } from './phase.ts';
+export type { Phase } from './phase.ts';
+export { createSecretOnce, generatePassword } from './secrets.ts';
+export * from './config.ts';
