@@ -14,6 +14,7 @@ mkdirSync(results, { recursive: true });
 const nx = ['nx', 'run-many', '--outputStyle=stream'];
 await steps([
   ['format', 'prettier', ['--check', '.']],
+  ['generated files', process.execPath, [join(root, 'tools', 'scripts', 'generate.ts'), '--check']],
   ['lint, typecheck, build', 'npx', [...nx, '-t', 'lint', 'typecheck', 'build']],
 ]);
 

@@ -221,6 +221,7 @@ export class Controller implements Runnable {
           this.#metrics.activeWorkers.dec(labels);
         }
         this.#metrics.reconcileTotal.inc({ ...labels, result: outcome });
+        log.debug({ result: outcome }, 'reconciled');
         span.setAttribute('regulon.result', outcome);
         span.end();
       },

@@ -1,0 +1,279 @@
+import type {
+  V1ConfigMap,
+  V1CronJob,
+  V1PodDisruptionBudget,
+  V1Secret,
+  V1Service,
+  V1ServiceAccount,
+  V1StatefulSet,
+} from '@kubernetes/client-node';
+import type { DatabaseObject } from './api.ts';
+import { configHash, renderConfig } from './config.ts';
+import { childNames, labels, ROLE_LABEL, selector } from './names.ts';
+import { ENGINE_DEFAULTS } from './versions.ts';
+
+const CONFIG_HASH_ANNOTATION = 'regulon.dev/config-hash';
+
+/** The restricted Pod Security Standard, as every child Pod runs. */
+function restrictedContainerSecurity() {
+  return {
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: false,
+    runAsNonRoot: true,
+    capabilities: { drop: ['ALL'] },
+    seccompProfile: { type: 'RuntimeDefault' },
+  };
+}
+
+/** UID/GID the official images run their server as (postgres 999, mysql 999). */
+const DB_USER = 999;
+
+/** Quantities as the API types spell them (strings); the CRD also accepts integers. */
+function quantities(r: {
+  requests?: Record<string, string | number>;
+  limits?: Record<string, string | number>;
+}) {
+  const str = (m?: Record<string, string | number>) =>
+    m ? Object.fromEntries(Object.entries(m).map(([k, v]) => [k, String(v)])) : undefined;
+  const requests = str(r.requests);
+  const limits = str(r.limits);
+  return { ...(requests ? { requests } : {}), ...(limits ? { limits } : {}) };
+}
+
+export function image(db: DatabaseObject): string {
+  return `${ENGINE_DEFAULTS[db.spec.engine].image}:${db.spec.version}`;
+}
+
+export function desiredConfigMap(db: DatabaseObject): V1ConfigMap {
+  const { file, content } = renderConfig(db);
+  return { metadata: { name: childNames(db).config, labels: labels(db) }, data: { [file]: content } };
+}
+
+export function desiredServiceAccount(db: DatabaseObject): V1ServiceAccount {
+  return {
+    metadata: { name: childNames(db).serviceAccount, labels: labels(db) },
+    automountServiceAccountToken: false,
+  };
+}
+
+export function desiredServices(db: DatabaseObject): {
+  headless: V1Service;
+  client: V1Service;
+  readOnly: V1Service | undefined;
+} {
+  const n = childNames(db);
+  const port = ENGINE_DEFAULTS[db.spec.engine].port;
+  const svc = (
+    name: string,
+    sel: Record<string, string>,
+    extra: Partial<NonNullable<V1Service['spec']>> = {},
+  ): V1Service => ({
+    metadata: { name, labels: labels(db) },
+    spec: {
+      selector: sel,
+      ports: [{ name: db.spec.engine, port, targetPort: port, protocol: 'TCP' }],
+      ...extra,
+    },
+  });
+  return {
+    // Peer DNS for every Pod, ready or not, so replicas can find the primary while starting.
+    headless: svc(n.headlessService, selector(db), { clusterIP: 'None', publishNotReadyAddresses: true }),
+    client: svc(n.clientService, { ...selector(db), [ROLE_LABEL]: 'primary' }),
+    readOnly:
+      db.spec.replicas > 1 ? svc(n.readOnlyService, { ...selector(db), [ROLE_LABEL]: 'replica' }) : undefined,
+  };
+}
+
+export function desiredDisruptionBudget(db: DatabaseObject): V1PodDisruptionBudget | undefined {
+  if (db.spec.replicas <= 1) return undefined;
+  return {
+    metadata: { name: childNames(db).disruptionBudget, labels: labels(db) },
+    spec: { maxUnavailable: 1, selector: { matchLabels: selector(db) } },
+  };
+}
+
+export function desiredStatefulSet(db: DatabaseObject, credentialsSecret: string): V1StatefulSet {
+  const n = childNames(db);
+  const d = ENGINE_DEFAULTS[db.spec.engine];
+  const { content } = renderConfig(db);
+  const env =
+    db.spec.engine === 'postgres'
+      ? [
+          {
+            name: 'POSTGRES_USER',
+            valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'username' } },
+          },
+          {
+            name: 'POSTGRES_PASSWORD',
+            valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'password' } },
+          },
+          {
+            name: 'POSTGRES_DB',
+            valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'database', optional: true } },
+          },
+          { name: 'PGDATA', value: `${d.dataDir}/pgdata` },
+        ]
+      : [
+          {
+            name: 'MYSQL_ROOT_PASSWORD',
+            valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'password' } },
+          },
+          {
+            name: 'MYSQL_DATABASE',
+            valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'database', optional: true } },
+          },
+        ];
+  const probe =
+    db.spec.engine === 'postgres'
+      ? { exec: { command: ['pg_isready', '-U', 'postgres', '-h', '127.0.0.1'] } }
+      : { exec: { command: ['mysqladmin', 'ping', '-h', '127.0.0.1'] } };
+  return {
+    metadata: { name: n.statefulSet, labels: labels(db) },
+    spec: {
+      serviceName: n.headlessService,
+      replicas: db.spec.replicas,
+      selector: { matchLabels: selector(db) },
+      podManagementPolicy: 'OrderedReady',
+      updateStrategy: { type: 'RollingUpdate' },
+      persistentVolumeClaimRetentionPolicy: {
+        whenDeleted: db.spec.pvcRetentionPolicy ?? 'Retain',
+        whenScaled: 'Retain',
+      },
+      template: {
+        metadata: { labels: labels(db), annotations: { [CONFIG_HASH_ANNOTATION]: configHash(content) } },
+        spec: {
+          serviceAccountName: n.serviceAccount,
+          automountServiceAccountToken: false,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: DB_USER,
+            runAsGroup: DB_USER,
+            fsGroup: DB_USER,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+          containers: [
+            {
+              name: db.spec.engine,
+              image: image(db),
+              ports: [{ name: db.spec.engine, containerPort: d.port }],
+              env,
+              ...(db.spec.resources ? { resources: quantities(db.spec.resources) } : {}),
+              readinessProbe: { ...probe, periodSeconds: 10, timeoutSeconds: 5 },
+              livenessProbe: { ...probe, initialDelaySeconds: 30, periodSeconds: 20, timeoutSeconds: 5 },
+              securityContext: restrictedContainerSecurity(),
+              volumeMounts: [
+                { name: 'data', mountPath: d.dataDir },
+                {
+                  name: 'config',
+                  mountPath: db.spec.engine === 'postgres' ? '/etc/postgresql' : '/etc/mysql/conf.d',
+                },
+              ],
+            },
+          ],
+          volumes: [{ name: 'config', configMap: { name: n.config } }],
+        },
+      },
+      volumeClaimTemplates: [
+        {
+          metadata: { name: 'data', labels: selector(db) },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            resources: { requests: { storage: String(db.spec.storage.size) } },
+            ...(db.spec.storage.storageClassName
+              ? { storageClassName: db.spec.storage.storageClassName }
+              : {}),
+          },
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * Generated credentials: written once at creation. The reconciler only ever
+ * creates this Secret (never applies or replaces it), so a password is never
+ * regenerated behind the application's back.
+ */
+export function generatedCredentials(db: DatabaseObject, password: string): V1Secret {
+  const d = ENGINE_DEFAULTS[db.spec.engine];
+  const host = `${childNames(db).clientService}.${db.metadata.namespace}.svc`;
+  const database = 'app';
+  return {
+    metadata: { name: childNames(db).credentials, labels: labels(db) },
+    type: `servicebinding.io/${db.spec.engine}`,
+    stringData: {
+      type: db.spec.engine,
+      provider: 'regulon',
+      host,
+      port: String(d.port),
+      username: d.user,
+      password,
+      database,
+      uri: `${d.scheme}://${d.user}:${encodeURIComponent(password)}@${host}:${d.port}/${database}`,
+    },
+  };
+}
+
+export function desiredBackupCronJob(db: DatabaseObject, credentialsSecret: string): V1CronJob | undefined {
+  const backup = db.spec.backup ?? { enabled: true, schedule: '0 3 * * *', historyLimit: 3 };
+  if (!backup.enabled) return undefined;
+  const n = childNames(db);
+  const host = `${n.clientService}.${db.metadata.namespace}.svc`;
+  const command =
+    db.spec.engine === 'postgres'
+      ? ['sh', '-c', `pg_dumpall -h ${host} -U "$USER" > /backup/dump-$(date +%Y%m%d%H%M%S).sql`]
+      : [
+          'sh',
+          '-c',
+          `mysqldump -h ${host} -u "$USER" --all-databases > /backup/dump-$(date +%Y%m%d%H%M%S).sql`,
+        ];
+  return {
+    metadata: { name: n.backup, labels: labels(db) },
+    spec: {
+      schedule: backup.schedule,
+      concurrencyPolicy: 'Forbid',
+      successfulJobsHistoryLimit: backup.historyLimit,
+      failedJobsHistoryLimit: backup.historyLimit,
+      jobTemplate: {
+        metadata: { labels: labels(db) },
+        spec: {
+          backoffLimit: 2,
+          template: {
+            metadata: { labels: { ...labels(db), 'app.kubernetes.io/component': 'backup' } },
+            spec: {
+              restartPolicy: 'OnFailure',
+              serviceAccountName: n.serviceAccount,
+              automountServiceAccountToken: false,
+              securityContext: {
+                runAsNonRoot: true,
+                runAsUser: DB_USER,
+                seccompProfile: { type: 'RuntimeDefault' },
+              },
+              containers: [
+                {
+                  name: 'backup',
+                  image: image(db),
+                  command,
+                  env: [
+                    {
+                      name: 'USER',
+                      valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'username' } },
+                    },
+                    {
+                      name: db.spec.engine === 'postgres' ? 'PGPASSWORD' : 'MYSQL_PWD',
+                      valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'password' } },
+                    },
+                  ],
+                  securityContext: restrictedContainerSecurity(),
+                  volumeMounts: [{ name: 'backup', mountPath: '/backup' }],
+                },
+              ],
+              // Dumps go to a scratch volume here; where backups are shipped is a deployment choice.
+              volumes: [{ name: 'backup', emptyDir: {} }],
+            },
+          },
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,449 @@
+// The Database controller in a Manager against the real control plane
+// (KWOK makes Pods Ready and Jobs complete; PVCs bind to kwok-volume).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type {
+  V1CronJob,
+  V1Job,
+  V1PersistentVolumeClaim,
+  V1Secret,
+  V1Service,
+  V1ServiceAccount,
+  V1StatefulSet,
+} from '@kubernetes/client-node';
+import { InvalidError, KubeClient, Kinds, isNotFound, type KubeObject } from '@regulon/client';
+import { Manager, createLogger, type Condition } from '@regulon/runtime';
+import { start, type TestEnv } from '@regulon/testenv';
+import { Registry } from 'prom-client';
+import { Database, type DatabaseObject } from './api.ts';
+import { setupDatabaseController } from './index.ts';
+
+async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const cond = (db: DatabaseObject, type: string): Condition | undefined =>
+  db.status?.conditions?.find((c) => c.type === type);
+
+describe('Database controller', () => {
+  let env: TestEnv;
+  let client: KubeClient;
+  let mgr: Manager;
+  let registry: Registry;
+  let running: Promise<void>;
+  let ns: string;
+  const dbs = () => client.resource<DatabaseObject>(Database.type);
+
+  before(async () => {
+    env = await start();
+    await env.installCRDs([Database.crd()]);
+    client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 200, burst: 200 });
+    ns = await env.newNamespace('db');
+    registry = new Registry();
+    mgr = new Manager({
+      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
+      registry,
+      logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'warn' }),
+      metricsBindAddress: '0',
+      healthBindAddress: '0',
+      namespace: ns,
+    });
+    setupDatabaseController(mgr);
+    running = mgr.start();
+  });
+  after(async () => {
+    mgr.stop();
+    await running;
+    client.close();
+    await env.stop();
+  });
+
+  const create = (name: string, spec: Partial<DatabaseObject['spec']> = {}) =>
+    dbs().create(
+      Database.object({
+        metadata: { name, namespace: ns },
+        spec: {
+          engine: 'postgres',
+          version: '16.6',
+          replicas: 1,
+          storage: { size: '1Gi' },
+          ...spec,
+        },
+      }),
+    );
+  const get = (name: string) => dbs().get(name, { namespace: ns });
+  const patch = (name: string, spec: Record<string, unknown>) =>
+    dbs().patch(name, { spec }, { type: 'merge', namespace: ns });
+  const ready = (name: string, extra: (db: DatabaseObject) => boolean = () => true) =>
+    eventually(`${name} Ready`, async () => {
+      const db = await get(name);
+      return db.status?.phase === 'Ready' &&
+        db.status.observedGeneration === db.metadata.generation &&
+        extra(db)
+        ? db
+        : undefined;
+    });
+  const reconciles = async () => {
+    const m = await registry.getSingleMetric('controller_runtime_reconcile_total')!.get();
+    return m.values.filter((v) => v.labels['controller'] === 'database').reduce((n, v) => n + v.value, 0);
+  };
+
+  test('create: every child exists, owned and labelled, and the Database becomes Ready with a trustworthy status', async () => {
+    await create('orders');
+    const db = await ready('orders');
+    const uid = db.metadata.uid;
+    const owned = (o: KubeObject) =>
+      o.metadata?.ownerReferences?.some((r) => r.uid === uid && r.controller === true);
+    const sts = await client.resource<V1StatefulSet>(Kinds.StatefulSet).get('orders', { namespace: ns });
+    assert.ok(owned(sts));
+    assert.equal(sts.spec?.serviceName, 'orders-hl');
+    assert.equal(sts.spec?.template.spec?.containers[0]?.image, 'postgres:16.6');
+    assert.equal(sts.spec?.template.spec?.securityContext?.runAsNonRoot, true);
+    assert.deepEqual(sts.spec?.template.spec?.containers[0]?.securityContext?.capabilities?.drop, ['ALL']);
+    assert.ok(sts.spec?.template.metadata?.annotations?.['regulon.dev/config-hash']);
+    assert.equal(sts.metadata?.labels?.['app.kubernetes.io/managed-by'], 'regulon');
+    const headless = await client.resource<V1Service>(Kinds.Service).get('orders-hl', { namespace: ns });
+    assert.equal(headless.spec?.clusterIP, 'None');
+    const svc = await client.resource<V1Service>(Kinds.Service).get('orders', { namespace: ns });
+    assert.equal(svc.spec?.selector?.['regulon.dev/role'], 'primary');
+    await assert.rejects(client.resource(Kinds.Service).get('orders-ro', { namespace: ns }), isNotFound);
+    const sa = await client.resource<V1ServiceAccount>(Kinds.ServiceAccount).get('orders', { namespace: ns });
+    assert.equal(sa.automountServiceAccountToken, false);
+    assert.ok(owned(await client.resource(Kinds.ConfigMap).get('orders-config', { namespace: ns })));
+    const cron = await client.resource<V1CronJob>(Kinds.CronJob).get('orders-backup', { namespace: ns });
+    assert.equal(cron.spec?.concurrencyPolicy, 'Forbid');
+    const secret = await client.resource<V1Secret>(Kinds.Secret).get('orders-credentials', { namespace: ns });
+    assert.deepEqual(Object.keys(secret.data ?? {}).sort(), [
+      'database',
+      'host',
+      'password',
+      'port',
+      'provider',
+      'type',
+      'uri',
+      'username',
+    ]);
+    // The primary Pod carries the role label the client Service selects on.
+    await eventually('primary labelled', async () => {
+      const pods = await client
+        .resource(Kinds.Pod)
+        .list({ namespace: ns, labelSelector: 'app.kubernetes.io/instance=orders,regulon.dev/role=primary' });
+      return pods.items.length === 1;
+    });
+
+    assert.equal(db.status?.readyReplicas, 1);
+    assert.equal(db.status?.currentVersion, '16.6');
+    assert.equal(db.status?.binding?.name, 'orders-credentials');
+    assert.equal(db.status?.endpoint, `orders.${ns}.svc:5432`);
+    for (const type of ['Ready', 'Progressing', 'Degraded', 'BackupSucceeded']) {
+      const c = cond(db, type);
+      assert.ok(c, `${type} is set`);
+      assert.equal(c.observedGeneration, db.metadata.generation);
+      assert.match(c.reason, /^[A-Z][A-Za-z]+$/);
+    }
+    assert.equal(cond(db, 'Ready')?.status, 'True');
+    assert.equal(cond(db, 'Degraded')?.status, 'False');
+    assert.equal(cond(db, 'BackupSucceeded')?.status, 'Unknown');
+  });
+
+  test('generated credentials are never regenerated, whatever else changes', async () => {
+    const before = await client.resource<V1Secret>(Kinds.Secret).get('orders-credentials', { namespace: ns });
+    await patch('orders', { parameters: { max_connections: '50' } });
+    await ready('orders', (db) => db.metadata.generation! > 1);
+    const after = await client.resource<V1Secret>(Kinds.Secret).get('orders-credentials', { namespace: ns });
+    assert.equal(after.data?.['password'], before.data?.['password']);
+    assert.equal(
+      after.metadata?.resourceVersion,
+      before.metadata?.resourceVersion,
+      'the Secret was not written at all',
+    );
+  });
+
+  test('scale 1 -> 3 -> 2: the StatefulSet, the PDB and the read-only Service follow', async () => {
+    await patch('orders', { replicas: 3 });
+    await ready('orders', (db) => db.status?.readyReplicas === 3);
+    const sts = await client.resource<V1StatefulSet>(Kinds.StatefulSet).get('orders', { namespace: ns });
+    assert.equal(sts.spec?.replicas, 3);
+    await client.resource(Kinds.PodDisruptionBudget).get('orders', { namespace: ns });
+    const ro = await client.resource<V1Service>(Kinds.Service).get('orders-ro', { namespace: ns });
+    assert.equal(ro.spec?.selector?.['regulon.dev/role'], 'replica');
+    await eventually('two replicas labelled', async () => {
+      const pods = await client
+        .resource(Kinds.Pod)
+        .list({ namespace: ns, labelSelector: 'app.kubernetes.io/instance=orders,regulon.dev/role=replica' });
+      return pods.items.length === 2;
+    });
+    await patch('orders', { replicas: 2 });
+    await ready('orders', (db) => db.status?.readyReplicas === 2 && db.status.replicas === 2);
+    assert.equal(
+      (await client.resource<V1StatefulSet>(Kinds.StatefulSet).get('orders', { namespace: ns })).spec
+        ?.replicas,
+      2,
+    );
+    await client.resource(Kinds.PodDisruptionBudget).get('orders', { namespace: ns });
+    await client.resource(Kinds.Service).get('orders-ro', { namespace: ns });
+    await patch('orders', { replicas: 1 });
+    await eventually('PDB and read-only Service removed at 1 replica', async () => {
+      const gone = async (type: typeof Kinds.Service, name: string) =>
+        client
+          .resource(type)
+          .get(name, { namespace: ns })
+          .then(() => false, isNotFound);
+      return (await gone(Kinds.PodDisruptionBudget, 'orders')) && (await gone(Kinds.Service, 'orders-ro'));
+    });
+  });
+
+  test('minor upgrade rolls the Pods; currentVersion moves only once every Pod runs it', async () => {
+    await patch('orders', { version: '16.8' });
+    const seen = new Set<string>();
+    const db = await eventually('upgraded', async () => {
+      const d = await get('orders');
+      seen.add(`${d.status?.currentVersion}/${d.status?.phase}`);
+      // While the StatefulSet still runs old Pods the status keeps the old version.
+      if (d.status?.currentVersion === '16.8') {
+        const sts = await client.resource<V1StatefulSet>(Kinds.StatefulSet).get('orders', { namespace: ns });
+        assert.equal(sts.status?.currentRevision, sts.status?.updateRevision);
+        assert.equal(sts.status?.updatedReplicas, d.spec.replicas);
+        return d.status.phase === 'Ready' ? d : undefined;
+      }
+      return undefined;
+    });
+    assert.equal(db.status?.currentVersion, '16.8');
+    assert.ok(
+      !seen.has('16.8/Updating'),
+      `currentVersion never runs ahead of the rollout: ${[...seen].join(', ')}`,
+    );
+  });
+
+  test('a major upgrade is refused without the opt-in, with a clear message, and proceeds with it', async () => {
+    await assert.rejects(patch('orders', { version: '17.2' }), (err: InvalidError) => {
+      assert.ok(err instanceof InvalidError);
+      assert.match(err.message, /major version upgrade: set spec.allowMajorVersionUpgrade: true/);
+      return true;
+    });
+    await patch('orders', { version: '17.2', allowMajorVersionUpgrade: true });
+    await ready('orders', (db) => db.status?.currentVersion === '17.2');
+  });
+
+  test('backups: disable removes the CronJob, enable brings it back; a succeeded Job sets lastBackup and BackupSucceeded', async () => {
+    await patch('orders', { backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 3 } });
+    await eventually('CronJob gone', () =>
+      client
+        .resource(Kinds.CronJob)
+        .get('orders-backup', { namespace: ns })
+        .then(() => false, isNotFound),
+    );
+    await patch('orders', { backup: { enabled: true, schedule: '*/30 * * * *', historyLimit: 3 } });
+    const cron = await eventually('CronJob back', () =>
+      client.resource<V1CronJob>(Kinds.CronJob).get('orders-backup', { namespace: ns }),
+    );
+    assert.equal(cron.spec?.schedule, '*/30 * * * *');
+    // What `kubectl create job --from=cronjob/orders-backup` does: a Job from the template, owned by the CronJob.
+    const template = cron.spec.jobTemplate;
+    await client.resource<V1Job>(Kinds.Job).create({
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: {
+        name: 'orders-backup-manual',
+        namespace: ns,
+        labels: template.metadata?.labels,
+        ownerReferences: [
+          {
+            apiVersion: 'batch/v1',
+            kind: 'CronJob',
+            name: 'orders-backup',
+            uid: cron.metadata!.uid!,
+            controller: true,
+          },
+        ],
+      },
+      spec: template.spec,
+    });
+    const db = await eventually('BackupSucceeded', async () => {
+      const d = await get('orders');
+      return cond(d, 'BackupSucceeded')?.status === 'True' ? d : undefined;
+    });
+    assert.ok(db.status?.lastBackup, 'lastBackup set');
+    assert.ok(Date.now() - new Date(db.status.lastBackup).getTime() < 5 * 60_000);
+  });
+
+  test('storage grow is applied to the PVCs (the StatefulSet template keeps its creation size)', async () => {
+    await patch('orders', { storage: { size: '2Gi' } });
+    await eventually('PVC grown', async () => {
+      const pvc = await client
+        .resource<V1PersistentVolumeClaim>(Kinds.PersistentVolumeClaim)
+        .get('data-orders-0', { namespace: ns });
+      return pvc.spec?.resources?.requests?.['storage'] === '2Gi';
+    });
+    const sts = await client.resource<V1StatefulSet>(Kinds.StatefulSet).get('orders', { namespace: ns });
+    assert.equal(sts.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.['storage'], '1Gi');
+  });
+
+  test('drift is reverted: a deleted client Service comes back, edited StatefulSet replicas are restored', async () => {
+    await client.resource(Kinds.Service).delete('orders', { namespace: ns });
+    await eventually('client Service recreated', () =>
+      client
+        .resource(Kinds.Service)
+        .get('orders', { namespace: ns })
+        .then(
+          () => true,
+          () => false,
+        ),
+    );
+    await client
+      .resource(Kinds.StatefulSet)
+      .patch('orders', { spec: { replicas: 4 } }, { type: 'merge', namespace: ns });
+    await eventually('replicas restored', async () => {
+      const sts = await client.resource<V1StatefulSet>(Kinds.StatefulSet).get('orders', { namespace: ns });
+      return sts.spec?.replicas === 1;
+    });
+  });
+
+  test('bad input is rejected by the API server with a message a person understands', async () => {
+    const cases: Array<[string, Partial<DatabaseObject['spec']> & Record<string, unknown>, RegExp]> = [
+      [
+        'unknown engine',
+        { engine: 'oracle' as 'postgres' },
+        /spec.engine: Unsupported value: "oracle": supported values: "postgres", "mysql"/,
+      ],
+      [
+        'replicas 0',
+        { replicas: 0 },
+        /spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1/,
+      ],
+      [
+        'replicas 6',
+        { replicas: 6 },
+        /spec.replicas: Invalid value: 6: spec.replicas in body should be less than or equal to 5/,
+      ],
+      [
+        '6-field cron',
+        { backup: { enabled: true, schedule: '0 0 3 * * *', historyLimit: 3 } },
+        /backup.schedule must be a standard 5-field cron expression/,
+      ],
+      [
+        'reserved parameter',
+        { parameters: { port: '6543' } },
+        /parameters may not set settings the operator manages/,
+      ],
+      [
+        'unsupported version',
+        { version: '9.6' },
+        /version 9.6 is not supported for postgres; supported: 15.10/,
+      ],
+    ];
+    for (const [what, spec, message] of cases) {
+      await assert.rejects(create(`bad-${what.replace(/\W+/g, '-')}`, spec), (err: Error) => {
+        assert.ok(err instanceof InvalidError, `${what}: ${err.message}`);
+        assert.match(err.message, message, what);
+        return true;
+      });
+    }
+    // Rules on changes: downgrade, storage shrink, engine change.
+    await create('rules', { version: '16.8', storage: { size: '2Gi' } });
+    const changes: Array<[string, Record<string, unknown>, RegExp]> = [
+      ['downgrade', { version: '16.6' }, /version cannot be downgraded from 16.8 to 16.6/],
+      ['storage shrink', { storage: { size: '1Gi' } }, /storage.size can grow but never shrink/],
+      ['engine change', { engine: 'mysql', version: '8.4.4' }, /engine is immutable/],
+    ];
+    for (const [what, spec, message] of changes) {
+      await assert.rejects(patch('rules', spec), (err: Error) => {
+        assert.ok(err instanceof InvalidError, `${what}: ${err.message}`);
+        assert.match(err.message, message, what);
+        return true;
+      });
+    }
+  });
+
+  test('what only reconcile can know goes to Degraded and an Event, without a hot loop', async () => {
+    const long = `a${'b'.repeat(50)}`;
+    await create(long);
+    await create('byo', { credentials: { secretName: 'missing-secret' } });
+    const degraded = async (name: string, reason: string) =>
+      eventually(`${name} Degraded ${reason}`, async () => {
+        const d = await get(name);
+        const c = cond(d, 'Degraded');
+        return c?.status === 'True' &&
+          c.reason === reason &&
+          d.status?.phase === 'Degraded' &&
+          cond(d, 'Ready')?.status === 'False'
+          ? d
+          : undefined;
+      });
+    await degraded(long, 'NameTooLong');
+    await degraded('byo', 'CredentialsSecretMissing');
+    const events = await eventually('Warning events', async () => {
+      const list = await client
+        .resource<KubeObject & { reason?: string; type?: string; regarding?: { name?: string } }>(Kinds.Event)
+        .list({ namespace: ns });
+      const mine = list.items.filter(
+        (e) => e.type === 'Warning' && ['NameTooLong', 'CredentialsSecretMissing'].includes(e.reason ?? ''),
+      );
+      return mine.length >= 2 ? mine : undefined;
+    });
+    assert.ok(events.some((e) => e.regarding?.name === long));
+    // Quiet period: once the other Databases have settled nothing changes, so nothing reconciles.
+    await ready('rules');
+    await ready('orders');
+    // Settled: the counter stops moving once the last status writes have echoed back.
+    let last = -1;
+    await eventually('reconciles settle', async () => {
+      const now = await reconciles();
+      const stable = now === last;
+      last = now;
+      await new Promise((r) => setTimeout(r, 500));
+      return stable;
+    });
+    const before = await reconciles();
+    await new Promise((r) => setTimeout(r, 3000)); // a measured quiet window, not a wait for a condition
+    assert.ok(
+      (await reconciles()) - before <= 1,
+      `no hot loop: ${(await reconciles()) - before} reconciles in 3 s`,
+    );
+    // The missing Secret appears: the Database heals without any other change.
+    await client.resource<V1Secret>(Kinds.Secret).create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'missing-secret', namespace: ns },
+      stringData: { username: 'app', password: 'supplied' },
+    });
+    await ready('byo');
+  });
+
+  test('delete: children are garbage-collected and the PVCs stay', async () => {
+    await dbs().delete('orders', { namespace: ns });
+    await eventually('children gone', async () => {
+      const gone = async (type: typeof Kinds.Service, name: string) =>
+        client
+          .resource(type)
+          .get(name, { namespace: ns })
+          .then(() => false, isNotFound);
+      return (
+        (await gone(Kinds.StatefulSet, 'orders')) &&
+        (await gone(Kinds.Service, 'orders')) &&
+        (await gone(Kinds.Secret, 'orders-credentials')) &&
+        (await gone(Kinds.ConfigMap, 'orders-config'))
+      );
+    });
+    const pvc = await client
+      .resource<V1PersistentVolumeClaim>(Kinds.PersistentVolumeClaim)
+      .get('data-orders-0', { namespace: ns });
+    assert.equal(pvc.metadata?.deletionTimestamp, undefined);
+  });
+});

@@ -1,0 +1,55 @@
+import type { DatabaseObject } from './api.ts';
+
+/**
+ * The longest Database name whose derived names stay valid: a CronJob's Jobs
+ * append 11 characters to a 52-character limit, and `<name>-backup` must fit.
+ */
+export const MAX_NAME_LENGTH = 45;
+
+export interface ChildNames {
+  statefulSet: string;
+  headlessService: string;
+  clientService: string;
+  readOnlyService: string;
+  credentials: string;
+  config: string;
+  serviceAccount: string;
+  disruptionBudget: string;
+  backup: string;
+}
+
+export function childNames(db: DatabaseObject): ChildNames {
+  const n = db.metadata.name!;
+  return {
+    statefulSet: n,
+    headlessService: `${n}-hl`,
+    clientService: n,
+    readOnlyService: `${n}-ro`,
+    credentials: db.spec.credentials?.secretName ?? `${n}-credentials`,
+    config: `${n}-config`,
+    serviceAccount: n,
+    disruptionBudget: n,
+    backup: `${n}-backup`,
+  };
+}
+
+export const MANAGED_BY = 'regulon';
+
+/** The recommended app.kubernetes.io labels, and the selector subset of them. */
+export function labels(db: DatabaseObject): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': db.spec.engine,
+    'app.kubernetes.io/instance': db.metadata.name!,
+    'app.kubernetes.io/version': db.spec.version,
+    'app.kubernetes.io/component': 'database',
+    'app.kubernetes.io/part-of': 'regulon',
+    'app.kubernetes.io/managed-by': MANAGED_BY,
+  };
+}
+
+export function selector(db: DatabaseObject): Record<string, string> {
+  return { 'app.kubernetes.io/name': db.spec.engine, 'app.kubernetes.io/instance': db.metadata.name! };
+}
+
+/** The Pod label the primary carries, and the Services select on. */
+export const ROLE_LABEL = 'regulon.dev/role';

@@ -1,0 +1,265 @@
+import type { V1Job, V1StatefulSet } from '@kubernetes/client-node';
+import { Kinds, isNotFound, type KubeObject, type ResourceType } from '@regulon/client';
+import {
+  AlreadyOwnedError,
+  applyChild,
+  applyStatusIfChanged,
+  createSecretOnce,
+  generatePassword,
+  isControlledBy,
+  type EventRecorder,
+  type Manager,
+  type Owner,
+  type ReconcileContext,
+  type Reconciler,
+  type Request,
+  type Result,
+} from '@regulon/runtime';
+import { Database, type DatabaseObject } from './api.ts';
+import {
+  desiredBackupCronJob,
+  desiredConfigMap,
+  desiredDisruptionBudget,
+  desiredServiceAccount,
+  desiredServices,
+  desiredStatefulSet,
+  generatedCredentials,
+} from './children.ts';
+import { childNames, MAX_NAME_LENGTH, ROLE_LABEL, selector } from './names.ts';
+import { computeStatus, type Problem } from './status.ts';
+
+export const FIELD_MANAGER = 'regulon-database';
+const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';
+
+/** Reconciles one Database: children by server-side apply, credentials once, status from what it observes. */
+export class DatabaseReconciler implements Reconciler {
+  readonly #mgr: Manager;
+  readonly #events: EventRecorder;
+
+  constructor(mgr: Manager, events: EventRecorder) {
+    this.#mgr = mgr;
+    this.#events = events;
+  }
+
+  #cached<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string,
+    name: string,
+    metadataOnly = true,
+  ): T | undefined {
+    return this.#mgr.informerFor<T>(type, { metadataOnly }).get(name, namespace);
+  }
+
+  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | void> {
+    const db = this.#mgr.informerFor<DatabaseObject>(Database.type).get(req.name, req.namespace);
+    if (!db || db.metadata.deletionTimestamp) return; // garbage collection removes the children
+    const ns = req.namespace!;
+    const owner = db as Owner & DatabaseObject;
+    const names = childNames(db);
+    const client = this.#mgr.client;
+    const signal = ctx.signal;
+    let problem: Problem | undefined;
+
+    if (db.metadata.name!.length > MAX_NAME_LENGTH) {
+      problem = {
+        reason: 'NameTooLong',
+        message: `name is ${db.metadata.name!.length} characters; at most ${MAX_NAME_LENGTH} fit the names derived from it (StatefulSet Pods, backup Jobs). Recreate the Database with a shorter name.`,
+      };
+      return this.#finish(
+        db,
+        { problem, statefulSet: undefined, backupJobs: [], credentialsSecret: names.credentials },
+        ctx,
+      );
+    }
+
+    // Credentials: a referenced Secret must exist; a generated one is created once and never rewritten.
+    const credentials = this.#cached<KubeObject>(Kinds.Secret, ns, names.credentials);
+    if (db.spec.credentials?.secretName) {
+      if (!credentials) {
+        problem = {
+          reason: 'CredentialsSecretMissing',
+          message: `Secret ${names.credentials} named in spec.credentials.secretName does not exist in ${ns}`,
+        };
+      }
+    } else {
+      const created = await createSecretOnce(client, () => generatedCredentials(db, generatePassword()), {
+        owner,
+        existing: credentials,
+        fieldManager: FIELD_MANAGER,
+        signal,
+      });
+      if (created) ctx.log.info({ secret: names.credentials }, 'generated credentials');
+    }
+
+    if (!problem) {
+      try {
+        await this.#applyChildren(db, owner, ctx);
+        await this.#labelRoles(db, ctx);
+        await this.#growVolumes(db, ctx);
+      } catch (err) {
+        if (!(err instanceof AlreadyOwnedError)) throw err;
+        problem = { reason: 'ChildConflict', message: `${err.message}; not adopting it` };
+      }
+    }
+
+    const statefulSet = this.#mgr.informerFor<V1StatefulSet>(Kinds.StatefulSet).get(names.statefulSet, ns);
+    const backupJobs = this.#mgr
+      .informerFor<V1Job>(Kinds.Job)
+      .list(ns)
+      .filter(
+        (j) =>
+          j.metadata?.labels?.['app.kubernetes.io/instance'] === db.metadata.name &&
+          j.metadata?.labels?.['app.kubernetes.io/component'] === 'database',
+      );
+    return this.#finish(
+      db,
+      {
+        problem,
+        statefulSet: isControlledBy(statefulSet ?? {}, owner) ? statefulSet : undefined,
+        backupJobs,
+        credentialsSecret: names.credentials,
+      },
+      ctx,
+    );
+  }
+
+  async #finish(
+    db: DatabaseObject,
+    observed: Parameters<typeof computeStatus>[1],
+    ctx: ReconcileContext,
+  ): Promise<Result | void> {
+    if (observed.problem)
+      this.#events.event(db, 'Warning', observed.problem.reason, 'Reconcile', observed.problem.message);
+    const status = computeStatus(db, observed);
+    const wrote = await applyStatusIfChanged(this.#mgr.client, Database.type, db, status, {
+      fieldManager: FIELD_MANAGER,
+      signal: ctx.signal,
+    });
+    if (wrote) ctx.log.debug({ phase: status.phase }, 'status updated');
+    // A missing referenced Secret heals when it appears (the Secret watch wakes us); nothing else to poll.
+  }
+
+  async #applyChildren(db: DatabaseObject, owner: Owner, ctx: ReconcileContext): Promise<void> {
+    const ns = db.metadata.namespace!;
+    const n = childNames(db);
+    const client = this.#mgr.client;
+    const apply = <T extends KubeObject>(type: ResourceType, desired: T, name: string) =>
+      applyChild(client, type, desired, {
+        fieldManager: FIELD_MANAGER,
+        owner,
+        existing: this.#cached(type, ns, name, type !== Kinds.StatefulSet),
+        signal: ctx.signal,
+      });
+    const remove = async (type: ResourceType, name: string) => {
+      const existing = this.#cached(type, ns, name, type !== Kinds.StatefulSet);
+      if (!existing || !isControlledBy(existing, owner)) return;
+      await client
+        .resource(type)
+        .delete(name, { namespace: ns, signal: ctx.signal })
+        .catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        });
+      ctx.log.info({ kind: type.kind, name }, 'deleted child no longer wanted');
+    };
+
+    await apply(Kinds.ServiceAccount, desiredServiceAccount(db), n.serviceAccount);
+    await apply(Kinds.ConfigMap, desiredConfigMap(db), n.config);
+    const services = desiredServices(db);
+    await apply(Kinds.Service, services.headless, n.headlessService);
+    await apply(Kinds.Service, services.client, n.clientService);
+    if (services.readOnly) await apply(Kinds.Service, services.readOnly, n.readOnlyService);
+    else await remove(Kinds.Service, n.readOnlyService);
+
+    const sts = desiredStatefulSet(db, n.credentials);
+    // volumeClaimTemplates are immutable: keep the size the StatefulSet was created with;
+    // growing is done on the PVCs themselves (#growVolumes).
+    const existing = this.#mgr.informerFor<V1StatefulSet>(Kinds.StatefulSet).get(n.statefulSet, ns);
+    const createdSize = existing?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.['storage'];
+    if (createdSize && sts.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests) {
+      sts.spec.volumeClaimTemplates[0].spec.resources.requests['storage'] = createdSize;
+    }
+    await apply(Kinds.StatefulSet, sts, n.statefulSet);
+
+    const pdb = desiredDisruptionBudget(db);
+    if (pdb) await apply(Kinds.PodDisruptionBudget, pdb, n.disruptionBudget);
+    else await remove(Kinds.PodDisruptionBudget, n.disruptionBudget);
+    const cron = desiredBackupCronJob(db, n.credentials);
+    if (cron) await apply(Kinds.CronJob, cron, n.backup);
+    else await remove(Kinds.CronJob, n.backup);
+  }
+
+  /** Ordinal 0 is the primary: the client Service selects role=primary, the read-only one role=replica. */
+  async #labelRoles(db: DatabaseObject, ctx: ReconcileContext): Promise<void> {
+    const sel = selector(db);
+    const pods = this.#mgr
+      .informerFor<KubeObject>(Kinds.Pod, { metadataOnly: true })
+      .list(db.metadata.namespace)
+      .filter((p) => Object.entries(sel).every(([k, v]) => p.metadata?.labels?.[k] === v));
+    for (const pod of pods) {
+      const index = pod.metadata?.labels?.[POD_INDEX_LABEL];
+      if (index === undefined) continue;
+      const role = index === '0' ? 'primary' : 'replica';
+      if (pod.metadata?.labels?.[ROLE_LABEL] === role) continue;
+      await this.#mgr.client
+        .resource(Kinds.Pod)
+        .patch(
+          pod.metadata!.name!,
+          { metadata: { labels: { [ROLE_LABEL]: role } } },
+          { type: 'merge', namespace: db.metadata.namespace!, signal: ctx.signal },
+        )
+        .catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        });
+    }
+  }
+
+  /** Storage grows on the PVCs themselves; the StatefulSet template can't change. */
+  async #growVolumes(db: DatabaseObject, ctx: ReconcileContext): Promise<void> {
+    const want = String(db.spec.storage.size);
+    const n = childNames(db);
+    for (let i = 0; i < db.spec.replicas; i++) {
+      const name = `data-${n.statefulSet}-${i}`;
+      const pvc = await this.#mgr.client
+        .resource<KubeObject & { spec?: { resources?: { requests?: Record<string, string> } } }>(
+          Kinds.PersistentVolumeClaim,
+        )
+        .get(name, { namespace: db.metadata.namespace!, signal: ctx.signal })
+        .catch((err: unknown) => {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        });
+      const have = pvc?.spec?.resources?.requests?.['storage'];
+      if (!pvc || !have || have === want) continue;
+      if (parseQuantity(want) <= parseQuantity(have)) continue;
+      await this.#mgr.client
+        .resource(Kinds.PersistentVolumeClaim)
+        .patch(
+          name,
+          { spec: { resources: { requests: { storage: want } } } },
+          { type: 'merge', namespace: db.metadata.namespace!, signal: ctx.signal },
+        );
+      ctx.log.info({ pvc: name, from: have, to: want }, 'growing volume');
+    }
+  }
+}
+
+const UNITS: Record<string, number> = {
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+};
+
+/** Bytes of a storage quantity such as `10Gi` or `500M` (enough for sizes; not every Quantity form). */
+export function parseQuantity(q: string): number {
+  const m = /^([0-9.]+)([A-Za-z]*)$/.exec(q);
+  if (!m || !(m[2]! in UNITS)) throw new Error(`unsupported quantity ${q}`);
+  return Number(m[1]) * UNITS[m[2]!]!;
+}

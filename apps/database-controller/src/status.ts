@@ -1,0 +1,139 @@
+import type { V1Job, V1StatefulSet } from '@kubernetes/client-node';
+import { derivePhase, setCondition, type Condition } from '@regulon/runtime';
+import type { DatabaseObject } from './api.ts';
+import { image } from './children.ts';
+import { childNames, selector } from './names.ts';
+import { ENGINE_DEFAULTS } from './versions.ts';
+
+export type DatabaseStatus = NonNullable<DatabaseObject['status']>;
+
+/** A problem only reconcile can find: reported as Degraded=True with this reason, and as a Warning Event. */
+export interface Problem {
+  reason: string;
+  message: string;
+}
+
+export interface Observed {
+  statefulSet: V1StatefulSet | undefined;
+  backupJobs: V1Job[];
+  problem: Problem | undefined;
+  credentialsSecret: string;
+}
+
+/** The StatefulSet has rolled out the current template to every replica, and they are ready. */
+function rolledOut(db: DatabaseObject, sts: V1StatefulSet | undefined): boolean {
+  const s = sts?.status;
+  if (!sts || !s) return false;
+  return (
+    (s.observedGeneration ?? 0) >= (sts.metadata?.generation ?? 0) &&
+    s.currentRevision === s.updateRevision &&
+    (s.updatedReplicas ?? 0) === db.spec.replicas &&
+    (s.readyReplicas ?? 0) === db.spec.replicas &&
+    s.replicas === db.spec.replicas
+  );
+}
+
+/** Everything the status says, computed from what was observed; written only when it changed. */
+export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new Date()): DatabaseStatus {
+  const gen = db.metadata.generation ?? 0;
+  const prev = db.status ?? {};
+  const sts = o.statefulSet;
+  const ready = sts?.status?.readyReplicas ?? 0;
+  const runningImage = sts?.spec?.template?.spec?.containers?.[0]?.image;
+  const done = rolledOut(db, sts) && runningImage === image(db);
+  // currentVersion moves only once every Pod runs the new version.
+  const currentVersion = done ? db.spec.version : prev.currentVersion;
+  let c: Condition[] = prev.conditions ?? [];
+  const set = (type: string, status: 'True' | 'False' | 'Unknown', reason: string, message: string) => {
+    c = setCondition(c, { type, status, reason, message, observedGeneration: gen }, now);
+  };
+
+  if (o.problem) set('Degraded', 'True', o.problem.reason, o.problem.message);
+  else set('Degraded', 'False', 'AsExpected', 'No problems found');
+
+  if (!sts)
+    set('Ready', o.problem ? 'False' : 'Unknown', 'StatefulSetMissing', 'The StatefulSet does not exist yet');
+  else if (done && !o.problem)
+    set(
+      'Ready',
+      'True',
+      'AllReplicasReady',
+      `${ready}/${db.spec.replicas} replicas ready, running ${db.spec.version}`,
+    );
+  else
+    set(
+      'Ready',
+      'False',
+      o.problem ? o.problem.reason : 'ReplicasNotReady',
+      `${ready}/${db.spec.replicas} replicas ready`,
+    );
+
+  if (!sts) set('Progressing', 'Unknown', 'Creating', 'Creating the StatefulSet');
+  else if (done) set('Progressing', 'False', 'Stable', 'Nothing to roll out');
+  else if (currentVersion && currentVersion !== db.spec.version)
+    set('Progressing', 'True', 'Upgrading', `Rolling ${currentVersion} to ${db.spec.version}`);
+  else if ((sts.status?.replicas ?? 0) !== db.spec.replicas)
+    set(
+      'Progressing',
+      'True',
+      'Scaling',
+      `Scaling from ${sts.status?.replicas ?? 0} to ${db.spec.replicas} replicas`,
+    );
+  else
+    set(
+      'Progressing',
+      'True',
+      'RollingOut',
+      `${sts.status?.updatedReplicas ?? 0}/${db.spec.replicas} replicas updated`,
+    );
+
+  const backupEnabled = db.spec.backup?.enabled ?? true;
+  const finished = o.backupJobs
+    .filter(
+      (j) =>
+        j.status?.completionTime ||
+        j.status?.conditions?.some((x) => x.type === 'Failed' && x.status === 'True'),
+    )
+    .sort((a, b) => finishTime(b) - finishTime(a));
+  const lastSucceeded = finished.find((j) => (j.status?.succeeded ?? 0) > 0);
+  const latest = finished[0];
+  if (!backupEnabled) set('BackupSucceeded', 'Unknown', 'BackupsDisabled', 'Backups are disabled');
+  else if (!latest)
+    set(
+      'BackupSucceeded',
+      'Unknown',
+      'NoBackupYet',
+      `No backup has run yet (schedule ${db.spec.backup?.schedule ?? '0 3 * * *'})`,
+    );
+  else if (latest === lastSucceeded)
+    set('BackupSucceeded', 'True', 'BackupCompleted', `Backup ${latest.metadata?.name} completed`);
+  else set('BackupSucceeded', 'False', 'BackupFailed', `Backup ${latest.metadata?.name} failed`);
+
+  const port = ENGINE_DEFAULTS[db.spec.engine].port;
+  const lastBackup = lastSucceeded?.status?.completionTime;
+  return {
+    observedGeneration: gen,
+    conditions: c,
+    phase: derivePhase(c, currentVersion !== undefined),
+    replicas: sts?.status?.replicas ?? 0,
+    readyReplicas: ready,
+    selector: Object.entries(selector(db))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(','),
+    ...(currentVersion ? { currentVersion } : {}),
+    ...(lastBackup
+      ? { lastBackup: new Date(lastBackup).toISOString().replace(/\.\d{3}Z$/, 'Z') }
+      : prev.lastBackup
+        ? { lastBackup: prev.lastBackup }
+        : {}),
+    binding: { name: o.credentialsSecret },
+    endpoint: `${childNames(db).clientService}.${db.metadata.namespace}.svc:${port}`,
+  };
+}
+
+function finishTime(job: V1Job): number {
+  const t =
+    job.status?.completionTime ??
+    job.status?.conditions?.find((x) => x.type === 'Failed')?.lastTransitionTime;
+  return t ? new Date(t).getTime() : 0;
+}
