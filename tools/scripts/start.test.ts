@@ -1,0 +1,38 @@
+// The README's quick start, as a test: `npm start` brings up a control plane,
+// installs the CRDs, runs the manager, applies the samples and sees them Ready.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { freePort } from '../../packages/testenv/src/ports.ts';
+
+test('npm start: control plane, CRDs, manager and samples, all Ready', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'regulon-start-'));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    REGULON_CLUSTER_DIR: dir,
+    REGULON_METRICS_BIND_ADDRESS: `127.0.0.1:${await freePort()}`,
+    REGULON_HEALTH_PROBE_BIND_ADDRESS: `127.0.0.1:${await freePort()}`,
+  };
+  // The start script runs its own control plane in `dir`, apart from the test run's.
+  delete env['REGULON_TESTENV_DIR'];
+  const run = (args: string[]) =>
+    new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      child.on('exit', (code) => resolve({ code, out }));
+    });
+  try {
+    const started = await run([join(import.meta.dirname, 'start.ts'), '--exit-when-ready']);
+    assert.equal(started.code, 0, started.out.slice(-3000));
+    assert.match(started.out, /Everything is Ready/);
+    assert.match(started.out, /shop-db\s+postgres\s+16\.8\s+2\s+2\s+Ready/);
+  } finally {
+    await run([join(import.meta.dirname, '..', '..', 'packages', 'testenv', 'src', 'cli.ts'), 'down']);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
