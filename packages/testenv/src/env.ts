@@ -61,6 +61,21 @@ export class TestEnv {
       metadata: { name, labels: { 'regulon.dev/testenv': 'true' } },
     });
     if (res.status !== 201) throw new Error(`testenv: creating namespace ${name}: ${res.body}`);
+    // The controller-manager fills a new namespace with its default ServiceAccount
+    // and the kube-root-ca.crt ConfigMap. Waiting for both hands tests a settled
+    // namespace: no Pod rejected for a missing ServiceAccount, no stray ConfigMap
+    // event racing a test's own.
+    const deadline = Date.now() + 30_000;
+    for (const path of [
+      `/api/v1/namespaces/${name}/serviceaccounts/default`,
+      `/api/v1/namespaces/${name}/configmaps/kube-root-ca.crt`,
+    ]) {
+      while ((await adminRequest(this.controlPlane.credentials, 'GET', path)).status !== 200) {
+        if (Date.now() > deadline)
+          throw new Error(`testenv: namespace ${name} not initialised by the controller-manager (${path})`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
     return name;
   }
 
