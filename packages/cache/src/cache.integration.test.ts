@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { KubeClient, Kinds, type KubeObject, type ResourceType } from '@regulon/client';
-import { start, type TestEnv } from '@regulon/testenv';
+import { eventually, start, type TestEnv } from '@regulon/testenv';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { SharedInformerFactory } from './factory.ts';
 import { Informer } from './informer.ts';
@@ -16,18 +16,6 @@ const PodTemplate: ResourceType = {
   plural: 'podtemplates',
   namespaced: true,
 };
-
-async function eventually(
-  what: string,
-  cond: () => boolean | Promise<boolean>,
-  timeoutMs = 60_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function configMap(
   namespace: string,

@@ -345,6 +345,45 @@ describe('Manager and controller', () => {
     await running;
   });
 
+  test('a reconcile that outlives its timeout has its signal aborted, and is retried', async () => {
+    const ns = await env.newNamespace('rt-timeout');
+    const aborted: string[] = [];
+    let calls = 0;
+    const registry = new Registry();
+    const mgr = new Manager({
+      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
+      registry,
+      logger: createLogger({ level: 'silent' }),
+      metricsBindAddress: '0',
+      healthBindAddress: '0',
+      namespace: ns,
+    });
+    managers.push(mgr);
+    mgr
+      .controller('slowpoke')
+      .for(Kinds.ConfigMap)
+      .withOptions({ reconcileTimeoutMs: 200 })
+      .complete({
+        reconcile: (req, ctx) => {
+          if (req.name !== 'stuck') return Promise.resolve();
+          calls++;
+          // Honours the signal, as the contract asks: rejects once it aborts.
+          return new Promise((_, reject) =>
+            ctx.signal.addEventListener('abort', () => {
+              aborted.push(String((ctx.signal.reason as Error).name));
+              reject(new Error('aborted'));
+            }),
+          );
+        },
+      });
+    const running = mgr.start();
+    await client.resource(Kinds.ConfigMap).create(cm(ns, 'stuck'));
+    await eventually('aborted twice (retried)', () => aborted.length >= 2 && calls >= 2);
+    assert.deepEqual(aborted.slice(0, 2), ['TimeoutError', 'TimeoutError']);
+    mgr.stop();
+    await running;
+  });
+
   test('a throwing reconciler that is a programming error counts as a panic and never crashes the process', async () => {
     const ns = await env.newNamespace('rt-panic');
     let calls = 0;

@@ -65,3 +65,11 @@ export { derivePhase } from './phase.ts';
 export type { Phase } from './phase.ts';
 export { createSecretOnce, generatePassword } from './secrets.ts';
 export * from './config.ts';
+export {
+  restrictedContainerSecurityContext,
+  restrictedPodSecurityContext,
+  recommendedLabels,
+  contentHash,
+  MANAGED_BY,
+} from './workloads.ts';
+export { quantityValue } from './quantity.ts';

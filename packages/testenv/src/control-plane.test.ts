@@ -6,32 +6,12 @@ import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
-import { start, type TestEnv } from './index.ts';
+import { eventually, start, type TestEnv } from './index.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './paths.ts';
 
 const run = promisify(execFile);
-
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('control plane', () => {
   let env: TestEnv;

@@ -9,3 +9,4 @@ export {
 } from './control-plane.ts';
 export { ensureBinaries, type Binaries } from './binaries.ts';
 export { repoRoot, defaultClusterDir } from './paths.ts';
+export { eventually } from './wait.ts';
