@@ -1,3 +1,8 @@
+import {
+  contentHash,
+  restrictedContainerSecurityContext,
+  restrictedPodSecurityContext,
+} from '@regulon/runtime';
 import type {
   V1ConfigMap,
   V1CronJob,
@@ -8,22 +13,11 @@ import type {
   V1StatefulSet,
 } from '@kubernetes/client-node';
 import type { DatabaseObject } from './api.ts';
-import { configHash, renderConfig } from './config.ts';
+import { renderConfig } from './config.ts';
 import { childNames, labels, ROLE_LABEL, selector } from './names.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 
 const CONFIG_HASH_ANNOTATION = 'regulon.dev/config-hash';
-
-/** The restricted Pod Security Standard, as every child Pod runs. */
-function restrictedContainerSecurity() {
-  return {
-    allowPrivilegeEscalation: false,
-    readOnlyRootFilesystem: false,
-    runAsNonRoot: true,
-    capabilities: { drop: ['ALL'] },
-    seccompProfile: { type: 'RuntimeDefault' },
-  };
-}
 
 /** UID/GID the official images run their server as (postgres 999, mysql 999). */
 const DB_USER = 999;
@@ -140,17 +134,11 @@ export function desiredStatefulSet(db: DatabaseObject, credentialsSecret: string
         whenScaled: 'Retain',
       },
       template: {
-        metadata: { labels: labels(db), annotations: { [CONFIG_HASH_ANNOTATION]: configHash(content) } },
+        metadata: { labels: labels(db), annotations: { [CONFIG_HASH_ANNOTATION]: contentHash(content) } },
         spec: {
           serviceAccountName: n.serviceAccount,
           automountServiceAccountToken: false,
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: DB_USER,
-            runAsGroup: DB_USER,
-            fsGroup: DB_USER,
-            seccompProfile: { type: 'RuntimeDefault' },
-          },
+          securityContext: restrictedPodSecurityContext(DB_USER),
           containers: [
             {
               name: db.spec.engine,
@@ -160,7 +148,7 @@ export function desiredStatefulSet(db: DatabaseObject, credentialsSecret: string
               ...(db.spec.resources ? { resources: quantities(db.spec.resources) } : {}),
               readinessProbe: { ...probe, periodSeconds: 10, timeoutSeconds: 5 },
               livenessProbe: { ...probe, initialDelaySeconds: 30, periodSeconds: 20, timeoutSeconds: 5 },
-              securityContext: restrictedContainerSecurity(),
+              securityContext: restrictedContainerSecurityContext({ readOnlyRootFilesystem: false }),
               volumeMounts: [
                 { name: 'data', mountPath: d.dataDir },
                 {
@@ -264,7 +252,7 @@ export function desiredBackupCronJob(db: DatabaseObject, credentialsSecret: stri
                       valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'password' } },
                     },
                   ],
-                  securityContext: restrictedContainerSecurity(),
+                  securityContext: restrictedContainerSecurityContext({ readOnlyRootFilesystem: false }),
                   volumeMounts: [{ name: 'backup', mountPath: '/backup' }],
                 },
               ],

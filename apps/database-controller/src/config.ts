@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { DatabaseObject } from './api.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 
@@ -21,9 +20,4 @@ export function renderConfig(db: DatabaseObject): { file: string; content: strin
     ...params.map(([k, v]) => `${k} = ${v}`),
   ];
   return { file: 'my.cnf', content: `${lines.join('\n')}\n` };
-}
-
-/** A stable hash of the config, put in the pod template so that a config change rolls the Pods. */
-export function configHash(content: string): string {
-  return createHash('sha256').update(content).digest('hex').slice(0, 16);
 }

@@ -13,30 +13,10 @@ import type {
 } from '@kubernetes/client-node';
 import { InvalidError, KubeClient, Kinds, isNotFound, type KubeObject } from '@regulon/client';
 import { Manager, createLogger, type Condition } from '@regulon/runtime';
-import { start, type TestEnv } from '@regulon/testenv';
+import { eventually, start, type TestEnv } from '@regulon/testenv';
 import { Registry } from 'prom-client';
 import { Database, type DatabaseObject } from './api.ts';
 import { setupDatabaseController } from './index.ts';
-
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const cond = (db: DatabaseObject, type: string): Condition | undefined =>
   db.status?.conditions?.find((c) => c.type === type);
@@ -160,6 +140,19 @@ describe('Database controller', () => {
     assert.equal(cond(db, 'Ready')?.status, 'True');
     assert.equal(cond(db, 'Degraded')?.status, 'False');
     assert.equal(cond(db, 'BackupSucceeded')?.status, 'Unknown');
+  });
+
+  test('a mysql Database runs the official mysql image and becomes Ready', async () => {
+    await create('inventory', { engine: 'mysql', version: '8.4.4' });
+    const db = await ready('inventory');
+    const sts = await client.resource<V1StatefulSet>(Kinds.StatefulSet).get('inventory', { namespace: ns });
+    assert.equal(sts.spec?.template.spec?.containers[0]?.image, 'mysql:8.4.4');
+    assert.equal(db.status?.endpoint, `inventory.${ns}.svc:3306`);
+    const secret = await client
+      .resource<V1Secret>(Kinds.Secret)
+      .get('inventory-credentials', { namespace: ns });
+    assert.match(Buffer.from(secret.data!['uri']!, 'base64').toString(), /^mysql:\/\/root:[^@]+@inventory\./);
+    await dbs().delete('inventory', { namespace: ns });
   });
 
   test('generated credentials are never regenerated, whatever else changes', async () => {

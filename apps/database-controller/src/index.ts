@@ -7,6 +7,7 @@ export { Database, DatabaseSpec, DatabaseStatus, GROUP, type DatabaseObject } fr
 export { DatabaseReconciler, FIELD_MANAGER } from './reconciler.ts';
 export { ENGINE_VERSIONS, RESERVED_PARAMETERS } from './versions.ts';
 export { MAX_NAME_LENGTH, childNames } from './names.ts';
+export { DATABASE_RBAC } from './rbac.ts';
 
 export const CONTROLLER_NAME = 'database';
 

@@ -1,3 +1,4 @@
+import { recommendedLabels } from '@regulon/runtime';
 import type { DatabaseObject } from './api.ts';
 
 /**
@@ -33,18 +34,14 @@ export function childNames(db: DatabaseObject): ChildNames {
   };
 }
 
-export const MANAGED_BY = 'regulon';
-
-/** The recommended app.kubernetes.io labels, and the selector subset of them. */
+/** The recommended app.kubernetes.io labels. */
 export function labels(db: DatabaseObject): Record<string, string> {
-  return {
-    'app.kubernetes.io/name': db.spec.engine,
-    'app.kubernetes.io/instance': db.metadata.name!,
-    'app.kubernetes.io/version': db.spec.version,
-    'app.kubernetes.io/component': 'database',
-    'app.kubernetes.io/part-of': 'regulon',
-    'app.kubernetes.io/managed-by': MANAGED_BY,
-  };
+  return recommendedLabels({
+    name: db.spec.engine,
+    instance: db.metadata.name!,
+    version: db.spec.version,
+    component: 'database',
+  });
 }
 
 export function selector(db: DatabaseObject): Record<string, string> {

@@ -7,6 +7,7 @@ import {
   createSecretOnce,
   generatePassword,
   isControlledBy,
+  quantityValue,
   type EventRecorder,
   type Manager,
   type Owner,
@@ -230,7 +231,7 @@ export class DatabaseReconciler implements Reconciler {
         });
       const have = pvc?.spec?.resources?.requests?.['storage'];
       if (!pvc || !have || have === want) continue;
-      if (parseQuantity(want) <= parseQuantity(have)) continue;
+      if (quantityValue(want) <= quantityValue(have)) continue;
       await this.#mgr.client
         .resource(Kinds.PersistentVolumeClaim)
         .patch(
@@ -241,25 +242,4 @@ export class DatabaseReconciler implements Reconciler {
       ctx.log.info({ pvc: name, from: have, to: want }, 'growing volume');
     }
   }
-}
-
-const UNITS: Record<string, number> = {
-  '': 1,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-};
-
-/** Bytes of a storage quantity such as `10Gi` or `500M` (enough for sizes; not every Quantity form). */
-export function parseQuantity(q: string): number {
-  const m = /^([0-9.]+)([A-Za-z]*)$/.exec(q);
-  if (!m || !(m[2]! in UNITS)) throw new Error(`unsupported quantity ${q}`);
-  return Number(m[1]) * UNITS[m[2]!]!;
 }

@@ -1,0 +1,201 @@
+import { Conditions, defineKind, Immutable, Quantity, Type, WithRules, type KindObject } from '@regulon/crd';
+import { ENGINE_VERSIONS, EVICTION_POLICIES } from './versions.ts';
+
+export const GROUP = 'regulon.dev';
+
+/** The memory limit a Cache may ask for: below the floor an engine barely starts, above the ceiling is a typo. */
+export const MIN_MEMORY = '32Mi';
+export const MAX_MEMORY = '64Gi';
+
+const celList = (xs: readonly string[]) => `[${xs.map((x) => `'${x}'`).join(', ')}]`;
+const REDIS = celList(ENGINE_VERSIONS.redis);
+const MEMCACHED = celList(ENGINE_VERSIONS.memcached);
+/**
+ * Each redis version's rank in upgrade order, as a CEL map: lookups are cheap where list scans blow the
+ * cost budget. Only redis persists anything, so only its order matters.
+ */
+const REDIS_RANK = `{${ENGINE_VERSIONS.redis.map((v, i) => `'${v}': ${i}`).join(', ')}}`;
+const PERSISTENT = (o: string) => `(has(${o}.persistence) && ${o}.persistence.enabled)`;
+// Quantities reach CEL as int or string: string() first, and isQuantity() so a
+// malformed value gets the schema's pattern error rather than a CEL runtime error.
+const q = (x: string) => `quantity(string(${x}))`;
+
+export const PERSISTENCE_ON_MESSAGE =
+  'persistence cannot be turned on after creation: a persistent Cache is a StatefulSet with a volume per Pod, this one is a Deployment without volumes. Create a new Cache with persistence.enabled: true and move clients to it';
+export const PERSISTENCE_OFF_MESSAGE =
+  'persistence cannot be turned off after creation: that would throw away the data volumes. Create a new Cache without persistence and move clients to it';
+
+export const CacheSpec = WithRules(
+  Type.Object({
+    engine: Immutable(
+      Type.Union([Type.Literal('redis'), Type.Literal('memcached')], {
+        description: 'Cache engine.',
+        maxLength: 16,
+      }),
+      'engine is immutable: create a new Cache instead',
+    ),
+    version: Type.String({
+      maxLength: 16,
+      description: 'Engine version (an official image tag); see the allow-list per engine.',
+    }),
+    replicas: Type.Integer({
+      minimum: 1,
+      maximum: 5,
+      default: 1,
+      description:
+        'Pods. They are independent instances (no replication): clients that want all of them shard across the headless Service.',
+    }),
+    memory: WithRules(
+      Quantity({
+        default: '256Mi',
+        description: `The container memory limit (${MIN_MEMORY} to ${MAX_MEMORY}); the engine's own limit is maxMemoryPercent of it.`,
+      }),
+      {
+        rule: `!isQuantity(string(self)) || (${q('self')}.compareTo(quantity('${MIN_MEMORY}')) >= 0 && ${q('self')}.compareTo(quantity('${MAX_MEMORY}')) <= 0)`,
+        message: `memory must be between ${MIN_MEMORY} and ${MAX_MEMORY}`,
+      },
+    ),
+    maxMemoryPercent: Type.Integer({
+      minimum: 10,
+      maximum: 95,
+      default: 75,
+      description:
+        "The engine's max memory (redis maxmemory, memcached -m) as a percentage of the memory limit; the rest is left for connections, buffers and fragmentation.",
+    }),
+    evictionPolicy: Type.Optional(
+      Type.Enum(EVICTION_POLICIES, { description: 'Redis only: maxmemory-policy. Defaults to allkeys-lru.' }),
+    ),
+    persistence: Type.Optional(
+      WithRules(
+        Type.Object(
+          {
+            enabled: Type.Boolean({
+              description:
+                'Run as a StatefulSet with a volume per Pod (append-only file). Fixed at creation.',
+            }),
+            size: Quantity({ default: '1Gi', description: 'Volume size per Pod; fixed at creation.' }),
+            storageClassName: Type.Optional(Type.String({ maxLength: 253 })),
+          },
+          { description: 'Redis only: keep data across restarts.' },
+        ),
+        {
+          rule: `!(self.enabled && oldSelf.enabled) || !isQuantity(string(self.size)) || !isQuantity(string(oldSelf.size)) || ${q('self.size')}.compareTo(${q('oldSelf.size')}) == 0`,
+          message:
+            'persistence.size cannot change after creation: the StatefulSet volume template is immutable',
+          fieldPath: '.size',
+        },
+        {
+          rule: `!(self.enabled && oldSelf.enabled) || (has(self.storageClassName) ? self.storageClassName : '') == (has(oldSelf.storageClassName) ? oldSelf.storageClassName : '')`,
+          message:
+            'persistence.storageClassName cannot change after creation: the StatefulSet volume template is immutable',
+          fieldPath: '.storageClassName',
+        },
+      ),
+    ),
+    auth: Type.Optional(
+      WithRules(
+        Type.Object(
+          {
+            enabled: Type.Optional(Type.Boolean({ default: true, description: 'Require a password.' })),
+            secretName: Type.Optional(
+              Type.String({
+                minLength: 1,
+                maxLength: 253,
+                description:
+                  'Use this existing Secret (key password; for memcached also username) instead of generating one.',
+              }),
+            ),
+          },
+          { description: 'Password authentication. Left out: no auth.' },
+        ),
+        {
+          rule: '!has(self.secretName) || self.enabled',
+          message: 'auth.secretName needs auth.enabled: true (or leave enabled out)',
+        },
+      ),
+    ),
+  }),
+  {
+    rule: `self.engine == 'redis' ? self.version in ${REDIS} : self.version in ${MEMCACHED}`,
+    messageExpression: `'version ' + self.version + ' is not supported for ' + self.engine + '; supported: ' + (self.engine == 'redis' ? '${ENGINE_VERSIONS.redis.join(', ')}' : '${ENGINE_VERSIONS.memcached.join(', ')}')`,
+    fieldPath: '.version',
+    reason: 'FieldValueInvalid',
+  },
+  {
+    rule: `self.engine == 'redis' || !has(self.evictionPolicy)`,
+    message:
+      'evictionPolicy is only supported by redis: memcached always evicts the least recently used items',
+    fieldPath: '.evictionPolicy',
+    reason: 'FieldValueForbidden',
+  },
+  {
+    rule: `self.engine == 'redis' || !${PERSISTENT('self')}`,
+    message: 'persistence is only supported by redis: memcached keeps its data in memory only',
+    fieldPath: '.persistence',
+    reason: 'FieldValueForbidden',
+  },
+  {
+    // The one decision on persistence: fixed at creation, both ways (the workload kind depends on it).
+    rule: `${PERSISTENT('self')} == ${PERSISTENT('oldSelf')}`,
+    messageExpression: `${PERSISTENT('self')} ? '${PERSISTENCE_ON_MESSAGE}' : '${PERSISTENCE_OFF_MESSAGE}'`,
+    fieldPath: '.persistence',
+  },
+  {
+    // Data files written by a newer redis can't be loaded by an older one; without persistence nothing is kept.
+    rule: `!${PERSISTENT('self')} || !(oldSelf.version in ${REDIS_RANK}) || !(self.version in ${REDIS_RANK}) || ${REDIS_RANK}[self.version] >= ${REDIS_RANK}[oldSelf.version]`,
+    messageExpression: `'version cannot be downgraded from ' + oldSelf.version + ' to ' + self.version + ' while persistence is enabled: an older redis cannot read the newer data files'`,
+    fieldPath: '.version',
+  },
+);
+
+export const CacheStatus = Type.Object({
+  observedGeneration: Type.Optional(Type.Integer()),
+  conditions: Type.Optional(Conditions()),
+  phase: Type.Optional(
+    Type.Union(
+      [
+        Type.Literal('Pending'),
+        Type.Literal('Provisioning'),
+        Type.Literal('Ready'),
+        Type.Literal('Updating'),
+        Type.Literal('Degraded'),
+      ],
+      { description: 'Summary derived from the conditions.' },
+    ),
+  ),
+  replicas: Type.Optional(Type.Integer()),
+  readyReplicas: Type.Optional(Type.Integer()),
+  selector: Type.Optional(Type.String()),
+  currentVersion: Type.Optional(Type.String({ description: 'The version every Pod runs.' })),
+  binding: Type.Optional(Type.Object({ name: Type.String() })),
+  endpoint: Type.Optional(Type.String()),
+});
+
+export const Cache = defineKind({
+  group: GROUP,
+  version: 'v1alpha1',
+  kind: 'Cache',
+  plural: 'caches',
+  singular: 'cache',
+  shortNames: ['kc'],
+  categories: ['regulon'],
+  scope: 'Namespaced',
+  description: 'A redis or memcached cache: a Deployment, or a StatefulSet when redis persists its data.',
+  spec: CacheSpec,
+  status: CacheStatus,
+  scale: {
+    specReplicasPath: '.spec.replicas',
+    statusReplicasPath: '.status.replicas',
+    labelSelectorPath: '.status.selector',
+  },
+  printerColumns: [
+    { name: 'Engine', type: 'string', jsonPath: '.spec.engine' },
+    { name: 'Version', type: 'string', jsonPath: '.spec.version' },
+    { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
+    { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
+    { name: 'Status', type: 'string', jsonPath: '.status.phase' },
+    { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint', priority: 1 },
+  ],
+});
+
+export type CacheObject = KindObject<typeof Cache>;

@@ -1,0 +1,259 @@
+import {
+  contentHash,
+  restrictedContainerSecurityContext,
+  restrictedPodSecurityContext,
+} from '@regulon/runtime';
+import type {
+  V1ConfigMap,
+  V1Container,
+  V1Deployment,
+  V1EnvVar,
+  V1PodDisruptionBudget,
+  V1PodTemplateSpec,
+  V1Secret,
+  V1Service,
+  V1StatefulSet,
+  V1Volume,
+} from '@kubernetes/client-node';
+import type { CacheObject } from './api.ts';
+import { CONFIG_DIR, CONFIG_FILE, DATA_DIR, renderConfig, RUN_DIR } from './config.ts';
+import { authEnabled, authSecretName, childNames, labels, persistent, selector } from './names.ts';
+import { DEFAULT_MEMCACHED_USER, ENGINE_DEFAULTS } from './versions.ts';
+
+export const CONFIG_HASH_ANNOTATION = 'regulon.dev/config-hash';
+
+export function image(cache: CacheObject): string {
+  return `${ENGINE_DEFAULTS[cache.spec.engine].image}:${cache.spec.version}`;
+}
+
+/** Quantities as the API types spell them (strings); the CRD also accepts integers. */
+function memory(cache: CacheObject): string {
+  return String(cache.spec.memory);
+}
+
+export function desiredConfigMap(cache: CacheObject): V1ConfigMap {
+  const { file, content } = renderConfig(cache);
+  return { metadata: { name: childNames(cache).config, labels: labels(cache) }, data: { [file]: content } };
+}
+
+export function desiredServices(cache: CacheObject): { client: V1Service; headless: V1Service } {
+  const n = childNames(cache);
+  const port = ENGINE_DEFAULTS[cache.spec.engine].port;
+  const svc = (name: string, extra: Partial<NonNullable<V1Service['spec']>> = {}): V1Service => ({
+    metadata: { name, labels: labels(cache) },
+    spec: {
+      selector: selector(cache),
+      ports: [{ name: cache.spec.engine, port, targetPort: port, protocol: 'TCP' }],
+      ...extra,
+    },
+  });
+  return {
+    client: svc(n.clientService, { type: 'ClusterIP' }),
+    // Every ready Pod's address: what clients that shard keys across instances (memcached's way) resolve,
+    // and the StatefulSet's governing Service for stable Pod DNS.
+    headless: svc(n.headlessService, { clusterIP: 'None' }),
+  };
+}
+
+export function desiredDisruptionBudget(cache: CacheObject): V1PodDisruptionBudget | undefined {
+  if (cache.spec.replicas <= 1) return undefined;
+  return {
+    metadata: { name: childNames(cache).disruptionBudget, labels: labels(cache) },
+    spec: { maxUnavailable: 1, selector: { matchLabels: selector(cache) } },
+  };
+}
+
+/**
+ * The start scripts. The password comes from a secretKeyRef env var and is
+ * written to a file on a memory-backed emptyDir that the config includes, so
+ * it is never in a ConfigMap and never on a command line (where `ps` shows it).
+ */
+function redisCommand(cache: CacheObject): string[] {
+  const conf = `${CONFIG_DIR.redis}/${CONFIG_FILE.redis}`;
+  if (!authEnabled(cache)) return ['redis-server', conf];
+  // redis.conf double-quoted strings take \\ and \" escapes.
+  const script = [
+    'set -e',
+    'umask 077',
+    `escaped=$(printf '%s' "$REDISCLI_AUTH" | sed 's/[\\\\"]/\\\\&/g')`,
+    `printf 'requirepass "%s"\\n' "$escaped" > ${RUN_DIR.redis}/auth.conf`,
+    'unset escaped REDISCLI_AUTH',
+    `exec redis-server ${conf}`,
+  ].join('\n');
+  return ['sh', '-c', script];
+}
+
+function memcachedCommand(cache: CacheObject): string[] {
+  const args = `$(cat ${CONFIG_DIR.memcached}/${CONFIG_FILE.memcached})`;
+  const script = authEnabled(cache)
+    ? [
+        'set -e',
+        'umask 077',
+        `printf '%s:%s\\n' "\${MEMCACHED_USERNAME:-${DEFAULT_MEMCACHED_USER}}" "$MEMCACHED_PASSWORD" > ${RUN_DIR.memcached}/auth`,
+        'unset MEMCACHED_PASSWORD',
+        `exec memcached ${args}`,
+      ]
+    : [`exec memcached ${args}`];
+  return ['sh', '-c', script.join('\n')];
+}
+
+function env(cache: CacheObject): V1EnvVar[] {
+  const secret = authSecretName(cache);
+  if (!secret) return [];
+  const ref = (name: string, key: string, optional = false): V1EnvVar => ({
+    name,
+    valueFrom: { secretKeyRef: { name: secret, key, ...(optional ? { optional: true } : {}) } },
+  });
+  // REDISCLI_AUTH is also what redis-cli in the readiness probe authenticates with.
+  return cache.spec.engine === 'redis'
+    ? [ref('REDISCLI_AUTH', 'password')]
+    : [ref('MEMCACHED_USERNAME', 'username', true), ref('MEMCACHED_PASSWORD', 'password')];
+}
+
+function podTemplate(cache: CacheObject): V1PodTemplateSpec {
+  const n = childNames(cache);
+  const engine = cache.spec.engine;
+  const d = ENGINE_DEFAULTS[engine];
+  const { content } = renderConfig(cache);
+  const tcp = { tcpSocket: { port: d.port } };
+  const readiness =
+    engine === 'redis'
+      ? { exec: { command: ['sh', '-c', `redis-cli -h 127.0.0.1 -p ${d.port} ping | grep -q PONG`] } }
+      : tcp;
+  const container: V1Container = {
+    name: engine,
+    image: image(cache),
+    command: engine === 'redis' ? redisCommand(cache) : memcachedCommand(cache),
+    ports: [{ name: engine, containerPort: d.port, protocol: 'TCP' }],
+    env: env(cache),
+    resources: {
+      // Requests equal the limit for memory: an evicted cache is worse than one that never schedules.
+      requests: { cpu: '100m', memory: memory(cache) },
+      limits: { memory: memory(cache) },
+    },
+    readinessProbe: { ...readiness, periodSeconds: 5, timeoutSeconds: 3 },
+    // TCP, not PING: a redis loading a large append-only file answers LOADING and must not be killed for it.
+    livenessProbe: { ...tcp, initialDelaySeconds: 15, periodSeconds: 10, timeoutSeconds: 3 },
+    securityContext: restrictedContainerSecurityContext(),
+    volumeMounts: [
+      { name: 'config', mountPath: CONFIG_DIR[engine], readOnly: true },
+      { name: 'run', mountPath: RUN_DIR[engine] },
+      ...(engine === 'redis' ? [{ name: 'data', mountPath: DATA_DIR }] : []),
+    ],
+  };
+  const volumes: V1Volume[] = [
+    { name: 'config', configMap: { name: n.config } },
+    // Memory-backed: the auth file written at start never touches a disk.
+    { name: 'run', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+    ...(engine === 'redis' && !persistent(cache) ? [{ name: 'data', emptyDir: {} }] : []),
+  ];
+  return {
+    metadata: { labels: labels(cache), annotations: { [CONFIG_HASH_ANNOTATION]: contentHash(content) } },
+    spec: {
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: restrictedPodSecurityContext(d.uid),
+      terminationGracePeriodSeconds: 30,
+      containers: [container],
+      volumes,
+    },
+  };
+}
+
+export function desiredDeployment(cache: CacheObject): V1Deployment {
+  return {
+    metadata: { name: childNames(cache).workload, labels: labels(cache) },
+    spec: {
+      replicas: cache.spec.replicas,
+      selector: { matchLabels: selector(cache) },
+      // Surge first: capacity never drops below spec.replicas during a roll.
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      revisionHistoryLimit: 3,
+      template: podTemplate(cache),
+    },
+  };
+}
+
+export function desiredStatefulSet(cache: CacheObject): V1StatefulSet {
+  const n = childNames(cache);
+  const p = cache.spec.persistence;
+  return {
+    metadata: { name: n.workload, labels: labels(cache) },
+    spec: {
+      serviceName: n.headlessService,
+      replicas: cache.spec.replicas,
+      selector: { matchLabels: selector(cache) },
+      // The instances don't replicate from each other, so none has to wait for another.
+      podManagementPolicy: 'Parallel',
+      updateStrategy: { type: 'RollingUpdate' },
+      revisionHistoryLimit: 3,
+      // A cache's volumes serve warm restarts, not as a system of record: they go with the Cache,
+      // and stay on scale-down so that scaling back up finds them warm.
+      persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' },
+      template: podTemplate(cache),
+      volumeClaimTemplates: [
+        {
+          metadata: { name: 'data', labels: selector(cache) },
+          spec: {
+            accessModes: ['ReadWriteOnce'],
+            resources: { requests: { storage: String(p?.size ?? '1Gi') } },
+            ...(p?.storageClassName ? { storageClassName: p.storageClassName } : {}),
+          },
+        },
+      ],
+    },
+  };
+}
+
+function endpoint(cache: CacheObject): { host: string; port: number } {
+  return {
+    host: `${childNames(cache).clientService}.${cache.metadata.namespace}.svc`,
+    port: ENGINE_DEFAULTS[cache.spec.engine].port,
+  };
+}
+
+/**
+ * The Service Binding Secret without a password (auth off). Created once:
+ * host and port derive from the Service name and the engine, which never
+ * change for the life of the Cache, so a first write stays correct.
+ */
+export function bindingSecret(cache: CacheObject): V1Secret {
+  const { host, port } = endpoint(cache);
+  const engine = cache.spec.engine;
+  return {
+    metadata: { name: childNames(cache).binding, labels: labels(cache) },
+    type: `servicebinding.io/${engine}`,
+    stringData: {
+      type: engine,
+      provider: 'regulon',
+      host,
+      port: String(port),
+      uri: `${ENGINE_DEFAULTS[engine].scheme}://${host}:${port}`,
+    },
+  };
+}
+
+/**
+ * Generated credentials, also the binding Secret while auth is on: written
+ * once at creation and never applied or replaced, so a password is never
+ * regenerated behind the application's back.
+ */
+export function generatedCredentials(cache: CacheObject, password: string): V1Secret {
+  const { host, port } = endpoint(cache);
+  const engine = cache.spec.engine;
+  const user = engine === 'memcached' ? DEFAULT_MEMCACHED_USER : '';
+  return {
+    metadata: { name: childNames(cache).credentials, labels: labels(cache) },
+    type: `servicebinding.io/${engine}`,
+    stringData: {
+      type: engine,
+      provider: 'regulon',
+      host,
+      port: String(port),
+      ...(user ? { username: user } : {}),
+      password,
+      // redis: no user name means the default user (redis://:password@host:port).
+      uri: `${ENGINE_DEFAULTS[engine].scheme}://${user}:${encodeURIComponent(password)}@${host}:${port}`,
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import { recommendedLabels } from '@regulon/runtime';
+import type { CacheObject } from './api.ts';
+
+/**
+ * The longest Cache name whose derived names stay valid: a StatefulSet's Pods
+ * carry a `controller-revision-hash` label of `<name>-<hash>` (up to 11 more
+ * characters) in a 63-character label value, and `<name>-hl` must be a DNS label.
+ */
+export const MAX_NAME_LENGTH = 52;
+
+export interface ChildNames {
+  workload: string;
+  clientService: string;
+  headlessService: string;
+  config: string;
+  /** The generated auth Secret (when auth is on and none is referenced). */
+  credentials: string;
+  /** The binding Secret without a password (when auth is off). */
+  binding: string;
+  disruptionBudget: string;
+}
+
+export function childNames(cache: CacheObject): ChildNames {
+  const n = cache.metadata.name!;
+  return {
+    workload: n,
+    clientService: n,
+    headlessService: `${n}-hl`,
+    config: `${n}-config`,
+    credentials: `${n}-credentials`,
+    binding: `${n}-binding`,
+    disruptionBudget: n,
+  };
+}
+
+export function authEnabled(cache: CacheObject): boolean {
+  // Writing `auth` at all asks for it: enabled defaults to true (the API server fills it in).
+  const auth = cache.spec.auth;
+  return auth ? (auth.enabled ?? true) : false;
+}
+
+export function persistent(cache: CacheObject): boolean {
+  return cache.spec.engine === 'redis' && (cache.spec.persistence?.enabled ?? false);
+}
+
+/** The Secret the Pods read the password from, if auth is on: the referenced one or the generated one. */
+export function authSecretName(cache: CacheObject): string | undefined {
+  if (!authEnabled(cache)) return undefined;
+  return cache.spec.auth?.secretName ?? childNames(cache).credentials;
+}
+
+/** The Secret applications bind to (status.binding.name). */
+export function bindingSecretName(cache: CacheObject): string {
+  return authSecretName(cache) ?? childNames(cache).binding;
+}
+
+/** The recommended app.kubernetes.io labels. */
+export function labels(cache: CacheObject): Record<string, string> {
+  return recommendedLabels({
+    name: cache.spec.engine,
+    instance: cache.metadata.name!,
+    version: cache.spec.version,
+    component: 'cache',
+  });
+}
+
+/** The selector subset of the labels: what stays the same for the life of the Cache. */
+export function selector(cache: CacheObject): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': cache.spec.engine,
+    'app.kubernetes.io/instance': cache.metadata.name!,
+    // A Database may share the name (and in future the engine label): the component keeps the Pods apart.
+    'app.kubernetes.io/component': 'cache',
+  };
+}

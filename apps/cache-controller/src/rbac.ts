@@ -1,0 +1,37 @@
+import type { V1PolicyRule } from '@kubernetes/client-node';
+
+/**
+ * Everything the Cache controller does to the API, as RBAC rules, in the
+ * shape the manager's generated ClusterRole is built from (as DATABASE_RBAC).
+ * Exactly the verbs used, no wildcards:
+ * - list/watch: the shared informers (reads come from the cache, never a GET);
+ * - create + patch: children are server-side applied, which is a PATCH, and an
+ *   apply that creates the object is also authorized as `create`;
+ * - delete: only for children it removes when the spec no longer wants them.
+ */
+export const CACHE_RBAC: readonly V1PolicyRule[] = [
+  { apiGroups: ['regulon.dev'], resources: ['caches'], verbs: ['list', 'watch'] },
+  // Status is server-side applied on the subresource; the spec is never written.
+  { apiGroups: ['regulon.dev'], resources: ['caches/status'], verbs: ['patch'] },
+  // Children carry a controller ownerReference with blockOwnerDeletion: clusters that run the
+  // OwnerReferencesPermissionEnforcement admission plugin require update on the owner's finalizers for that.
+  { apiGroups: ['regulon.dev'], resources: ['caches/finalizers'], verbs: ['update'] },
+  // delete: the workload of the other kind, should the persistence rule ever have been bypassed.
+  {
+    apiGroups: ['apps'],
+    resources: ['deployments', 'statefulsets'],
+    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+  },
+  { apiGroups: [''], resources: ['services', 'configmaps'], verbs: ['list', 'watch', 'create', 'patch'] },
+  // The PodDisruptionBudget exists only with replicas > 1.
+  {
+    apiGroups: ['policy'],
+    resources: ['poddisruptionbudgets'],
+    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+  },
+  // Secrets are watched as metadata only and created once, never read back or rewritten;
+  // delete: the password-less binding Secret once auth is turned on.
+  { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create', 'delete'] },
+  // Warning Events on Caches (events.k8s.io/v1), aggregated into series by patch.
+  { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+];

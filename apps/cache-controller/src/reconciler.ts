@@ -1,0 +1,189 @@
+import type { V1Deployment, V1StatefulSet } from '@kubernetes/client-node';
+import { Kinds, isNotFound, type KubeObject, type ResourceType } from '@regulon/client';
+import {
+  AlreadyOwnedError,
+  applyChild,
+  applyStatusIfChanged,
+  createSecretOnce,
+  generatePassword,
+  isControlledBy,
+  type EventRecorder,
+  type Manager,
+  type Owner,
+  type ReconcileContext,
+  type Reconciler,
+  type Request,
+  type Result,
+} from '@regulon/runtime';
+import { Cache, type CacheObject } from './api.ts';
+import {
+  bindingSecret,
+  desiredConfigMap,
+  desiredDeployment,
+  desiredDisruptionBudget,
+  desiredServices,
+  desiredStatefulSet,
+  generatedCredentials,
+} from './children.ts';
+import {
+  authEnabled,
+  authSecretName,
+  bindingSecretName,
+  childNames,
+  MAX_NAME_LENGTH,
+  persistent,
+} from './names.ts';
+import { computeStatus, type Observed, type Problem } from './status.ts';
+
+export const FIELD_MANAGER = 'regulon-cache';
+
+/** Kinds the controller reads whole from the cache (it needs their spec and status); the rest as metadata. */
+const FULL = new Set<ResourceType>([Kinds.Deployment, Kinds.StatefulSet]);
+
+/** Reconciles one Cache: children by server-side apply, Secrets once, status from what it observes. */
+export class CacheReconciler implements Reconciler {
+  readonly #mgr: Manager;
+  readonly #events: EventRecorder;
+
+  constructor(mgr: Manager, events: EventRecorder) {
+    this.#mgr = mgr;
+    this.#events = events;
+  }
+
+  #cached<T extends KubeObject>(type: ResourceType, namespace: string, name: string): T | undefined {
+    return this.#mgr.informerFor<T>(type, { metadataOnly: !FULL.has(type) }).get(name, namespace);
+  }
+
+  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | void> {
+    const cache = this.#mgr.informerFor<CacheObject>(Cache.type).get(req.name, req.namespace);
+    if (!cache || cache.metadata.deletionTimestamp) return; // garbage collection removes the children
+    const ns = req.namespace!;
+    const owner = cache as Owner & CacheObject;
+    const names = childNames(cache);
+    const binding = bindingSecretName(cache);
+
+    if (cache.metadata.name!.length > MAX_NAME_LENGTH) {
+      const problem = {
+        reason: 'NameTooLong',
+        message: `name is ${cache.metadata.name!.length} characters; at most ${MAX_NAME_LENGTH} fit the names derived from it (Pod labels, the headless Service). Recreate the Cache with a shorter name.`,
+      };
+      return this.#finish(cache, { problem, workload: undefined, bindingSecret: binding }, ctx);
+    }
+
+    let problem = await this.#secrets(cache, owner, ctx);
+    if (!problem) {
+      try {
+        await this.#applyChildren(cache, owner, ctx);
+      } catch (err) {
+        if (!(err instanceof AlreadyOwnedError)) throw err;
+        problem = { reason: 'ChildConflict', message: `${err.message}; not adopting it` };
+      }
+    }
+
+    const type = persistent(cache) ? Kinds.StatefulSet : Kinds.Deployment;
+    const workload = this.#cached<V1Deployment | V1StatefulSet>(type, ns, names.workload);
+    return this.#finish(
+      cache,
+      {
+        problem,
+        workload: workload && isControlledBy(workload, owner) ? workload : undefined,
+        bindingSecret: binding,
+      },
+      ctx,
+    );
+  }
+
+  /**
+   * The Secrets, before any Pod refers to them: a referenced one must exist;
+   * a generated one (credentials with auth on, the password-less binding with
+   * auth off) is created once and never rewritten. The controller only ever
+   * sees Secrets' metadata.
+   */
+  async #secrets(cache: CacheObject, owner: Owner, ctx: ReconcileContext): Promise<Problem | undefined> {
+    const ns = cache.metadata.namespace!;
+    const names = childNames(cache);
+    const secretName = authSecretName(cache);
+    if (cache.spec.auth?.secretName && secretName) {
+      if (this.#cached(Kinds.Secret, ns, secretName)) return undefined;
+      return {
+        reason: 'AuthSecretMissing',
+        message: `Secret ${secretName} named in spec.auth.secretName does not exist in ${ns}`,
+      };
+    }
+    const [name, build] = authEnabled(cache)
+      ? [names.credentials, () => generatedCredentials(cache, generatePassword())]
+      : [names.binding, () => bindingSecret(cache)];
+    const existing = this.#cached(Kinds.Secret, ns, name);
+    if (existing && !isControlledBy(existing, owner)) {
+      // Using a Secret someone else wrote would hand its password (or none) to every client.
+      return {
+        reason: 'ChildConflict',
+        message: `Secret ${ns}/${name} exists and is not controlled by this Cache; not using it`,
+      };
+    }
+    const created = await createSecretOnce(this.#mgr.client, build, {
+      owner,
+      existing,
+      fieldManager: FIELD_MANAGER,
+      signal: ctx.signal,
+    });
+    if (created)
+      ctx.log.info({ secret: name }, authEnabled(cache) ? 'generated credentials' : 'created binding');
+    return undefined;
+  }
+
+  async #finish(cache: CacheObject, observed: Observed, ctx: ReconcileContext): Promise<Result | void> {
+    if (observed.problem)
+      this.#events.event(cache, 'Warning', observed.problem.reason, 'Reconcile', observed.problem.message);
+    const status = computeStatus(cache, observed);
+    const wrote = await applyStatusIfChanged(this.#mgr.client, Cache.type, cache, status, {
+      fieldManager: FIELD_MANAGER,
+      signal: ctx.signal,
+    });
+    if (wrote) ctx.log.debug({ phase: status.phase }, 'status updated');
+    // A missing referenced Secret heals when it appears (the Secret watch wakes us); nothing else to poll.
+  }
+
+  async #applyChildren(cache: CacheObject, owner: Owner, ctx: ReconcileContext): Promise<void> {
+    const ns = cache.metadata.namespace!;
+    const n = childNames(cache);
+    const client = this.#mgr.client;
+    const apply = <T extends KubeObject>(type: ResourceType, desired: T, name: string) =>
+      applyChild(client, type, desired, {
+        fieldManager: FIELD_MANAGER,
+        owner,
+        existing: this.#cached(type, ns, name),
+        signal: ctx.signal,
+      });
+    const remove = async (type: ResourceType, name: string) => {
+      const existing = this.#cached(type, ns, name);
+      if (!existing || !isControlledBy(existing, owner)) return;
+      await client
+        .resource(type)
+        .delete(name, { namespace: ns, signal: ctx.signal })
+        .catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        });
+      ctx.log.info({ kind: type.kind, name }, 'deleted child no longer wanted');
+    };
+
+    await apply(Kinds.ConfigMap, desiredConfigMap(cache), n.config);
+    const services = desiredServices(cache);
+    await apply(Kinds.Service, services.client, n.clientService);
+    await apply(Kinds.Service, services.headless, n.headlessService);
+    // spec.persistence can't change (CEL), so the other kind only exists if that rule was bypassed.
+    if (persistent(cache)) {
+      await apply(Kinds.StatefulSet, desiredStatefulSet(cache), n.workload);
+      await remove(Kinds.Deployment, n.workload);
+    } else {
+      await apply(Kinds.Deployment, desiredDeployment(cache), n.workload);
+      await remove(Kinds.StatefulSet, n.workload);
+    }
+    const pdb = desiredDisruptionBudget(cache);
+    if (pdb) await apply(Kinds.PodDisruptionBudget, pdb, n.disruptionBudget);
+    else await remove(Kinds.PodDisruptionBudget, n.disruptionBudget);
+    // The password-less binding is stale once auth is on. Generated credentials are kept when auth is
+    // turned off, so turning it back on reuses the password instead of regenerating it.
+    if (authEnabled(cache)) await remove(Kinds.Secret, n.binding);
+  }
+}

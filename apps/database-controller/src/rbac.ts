@@ -1,0 +1,48 @@
+import type { V1PolicyRule } from '@kubernetes/client-node';
+
+/**
+ * Everything the Database controller does to the API, as RBAC rules: the
+ * manager's ClusterRole is generated from this (tools/scripts/rbac.ts), so a
+ * new call here without a new verb fails the RBAC test against a real API
+ * server instead of in production. Exactly the verbs used, no wildcards:
+ * - list/watch: the shared informers (reads come from the cache, never a GET);
+ * - create + patch: children are server-side applied, which is a PATCH, and an
+ *   apply that creates the object is also authorized as `create`;
+ * - delete: only for the optional children it removes when the spec drops them.
+ */
+export const DATABASE_RBAC: readonly V1PolicyRule[] = [
+  { apiGroups: ['regulon.dev'], resources: ['databases'], verbs: ['list', 'watch'] },
+  // Status is server-side applied on the subresource; the spec is never written.
+  { apiGroups: ['regulon.dev'], resources: ['databases/status'], verbs: ['patch'] },
+  // Children carry a controller ownerReference with blockOwnerDeletion: clusters that run the
+  // OwnerReferencesPermissionEnforcement admission plugin require update on the owner's finalizers for that.
+  { apiGroups: ['regulon.dev'], resources: ['databases/finalizers'], verbs: ['update'] },
+  { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['list', 'watch', 'create', 'patch'] },
+  // The read-only Service goes away when replicas drop to 1.
+  { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
+  {
+    apiGroups: [''],
+    resources: ['configmaps', 'serviceaccounts'],
+    verbs: ['list', 'watch', 'create', 'patch'],
+  },
+  // The PodDisruptionBudget exists only with replicas > 1; the backup CronJob only with backups on.
+  {
+    apiGroups: ['policy'],
+    resources: ['poddisruptionbudgets'],
+    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+  },
+  { apiGroups: ['batch'], resources: ['cronjobs'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
+  // Secrets are watched as metadata only and generated credentials are created once:
+  // no get, update or patch, so the controller can never read back or rewrite a password
+  // by a single-object call. (list/watch can still return data to a client that asks for
+  // full objects: RBAC has no metadata-only verb.)
+  { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create'] },
+  // Pods: metadata-only watch, and a merge patch of the role label (primary/replica).
+  { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'patch'] },
+  // Backup Jobs are read for status (the CronJob creates them).
+  { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch'] },
+  // Volume growth: one GET per PVC (not cached: PVCs are few and rarely read) and a merge patch of the size.
+  { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'patch'] },
+  // Warning Events on Databases (events.k8s.io/v1), aggregated into series by patch.
+  { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+];
