@@ -1,0 +1,83 @@
+import { CacheSpec } from '@regulon/cache-controller';
+import { Conditions, defineKind, EnvVars, Type, type KindObject } from '@regulon/crd';
+import { DatabaseSpec, GROUP } from '@regulon/database-controller';
+
+/**
+ * The child templates are the Database and Cache specs themselves, rules and
+ * all: an invalid template is refused when the MyApp is written, not later by
+ * the child.
+ */
+export const MyAppSpec = Type.Object({
+  image: Type.String({ minLength: 1, maxLength: 512, description: 'Container image of the application.' }),
+  replicas: Type.Integer({ minimum: 1, maximum: 10, default: 1 }),
+  port: Type.Integer({
+    minimum: 1,
+    maximum: 65535,
+    default: 8080,
+    description: 'Port the application listens on.',
+  }),
+  env: Type.Optional(EnvVars()),
+  database: Type.Optional(DatabaseSpec),
+  cache: Type.Optional(CacheSpec),
+  service: Type.Optional(
+    Type.Object({
+      type: Type.Union([Type.Literal('ClusterIP'), Type.Literal('NodePort'), Type.Literal('LoadBalancer')], {
+        default: 'ClusterIP',
+      }),
+      port: Type.Integer({ minimum: 1, maximum: 65535, default: 80 }),
+    }),
+  ),
+});
+
+const Component = Type.Object({
+  kind: Type.String(),
+  name: Type.String(),
+  ready: Type.Boolean(),
+  reason: Type.String(),
+  message: Type.String(),
+});
+
+export const MyAppStatus = Type.Object({
+  observedGeneration: Type.Optional(Type.Integer()),
+  conditions: Type.Optional(Conditions()),
+  phase: Type.Optional(
+    Type.Union([
+      Type.Literal('Pending'),
+      Type.Literal('Provisioning'),
+      Type.Literal('Ready'),
+      Type.Literal('Updating'),
+      Type.Literal('Degraded'),
+    ]),
+  ),
+  components: Type.Optional(Type.Array(Component, { maxItems: 8 })),
+  available: Type.Optional(Type.String({ description: 'ready/desired replicas of the application' })),
+  url: Type.Optional(Type.String()),
+});
+
+export const MyApp = defineKind({
+  group: GROUP,
+  version: 'v1alpha1',
+  kind: 'MyApp',
+  plural: 'myapps',
+  singular: 'myapp',
+  categories: ['regulon'],
+  scope: 'Namespaced',
+  description:
+    'An application with its own Database and Cache, wired together through their binding Secrets.',
+  spec: MyAppSpec,
+  status: MyAppStatus,
+  printerColumns: [
+    { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    { name: 'Database', type: 'string', jsonPath: '.status.conditions[?(@.type=="DatabaseReady")].reason' },
+    { name: 'Cache', type: 'string', jsonPath: '.status.conditions[?(@.type=="CacheReady")].reason' },
+    { name: 'Available', type: 'string', jsonPath: '.status.available' },
+    {
+      name: 'Message',
+      type: 'string',
+      jsonPath: '.status.conditions[?(@.type=="Ready")].message',
+      priority: 1,
+    },
+  ],
+});
+
+export type MyAppObject = KindObject<typeof MyApp>;
