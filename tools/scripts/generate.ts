@@ -1,15 +1,21 @@
-// Generated files: the CRDs in deploy/crds come from each kind's one definition.
+// Generated files: the CRDs in deploy/crds come from each kind's one definition;
+// the rest of deploy/ that follows from code (RBAC, flags, kustomization, alerts,
+// dashboard) from tools/scripts/manifests.ts.
 //   node tools/scripts/generate.ts          write them
 //   node tools/scripts/generate.ts --check  fail if any is missing or differs (CI)
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Cache } from '@regulon/cache-controller';
 import { crdYaml } from '@regulon/crd';
 import { Database } from '@regulon/database-controller';
+import { MyApp } from '@regulon/myapp-controller';
+import { deployFiles } from './manifests.ts';
 
 const root = join(import.meta.dirname, '..', '..');
-const kinds = [Database];
+const kinds = [Database, Cache, MyApp];
 const files = new Map<string, string>();
 for (const kind of kinds) files.set(join('deploy', 'crds', `${kind.crdName}.yaml`), crdYaml(kind));
+for (const [file, content] of deployFiles([...files.keys()])) files.set(file, content);
 
 const check = process.argv.includes('--check');
 const stale: string[] = [];

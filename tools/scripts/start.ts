@@ -43,46 +43,54 @@ const manager = spawn(
 const exited = new Promise<number>((resolve) => manager.on('exit', (code) => resolve(code ?? 1)));
 for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => manager.kill(sig));
 
-const deadline = Date.now() + 120_000;
-const healthUrl = `http://${health.startsWith(':') ? `127.0.0.1${health}` : health}/readyz`;
-for (;;) {
-  const ok = await fetch(healthUrl).then(
-    (r) => r.ok,
-    () => false,
-  );
-  if (ok) break;
-  if (Date.now() > deadline || manager.exitCode !== null) {
-    console.error('the manager did not become ready');
-    manager.kill('SIGTERM');
-    process.exit(1);
+// Whatever fails from here on, the manager this script started must not outlive it.
+try {
+  const deadline = Date.now() + 120_000;
+  const healthUrl = `http://${health.startsWith(':') ? `127.0.0.1${health}` : health}/readyz`;
+  for (;;) {
+    const ok = await fetch(healthUrl).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (Date.now() > deadline || manager.exitCode !== null) {
+      console.error('the manager did not become ready');
+      manager.kill('SIGTERM');
+      process.exit(1);
+    }
+    await new Promise((r) => setTimeout(r, 250));
   }
-  await new Promise((r) => setTimeout(r, 250));
-}
 
-const samples = readdirSync(join(root, 'deploy', 'samples')).filter((f) => f.endsWith('.yaml'));
-for (const file of samples)
-  await kubectl('apply', '--server-side', '-f', join(root, 'deploy', 'samples', file));
-console.log(`applied ${samples.join(', ')}; waiting for them to be Ready`);
-const kinds = samples.map((f) => f.replace(/\.yaml$/, ''));
-for (;;) {
-  const { stdout } = await kubectl(
-    'get',
-    kinds.join(','),
-    '-o',
-    'jsonpath={range .items[*]}{.kind}/{.metadata.name}={.status.phase}{"\\n"}{end}',
-  );
-  const phases = stdout.trim().split('\n').filter(Boolean);
-  if (phases.length >= samples.length && phases.every((l) => l.endsWith('=Ready'))) break;
-  if (Date.now() > deadline) {
-    console.error(`samples not Ready: ${phases.join(', ')}`);
-    manager.kill('SIGTERM');
-    process.exit(1);
+  const samples = readdirSync(join(root, 'deploy', 'samples')).filter((f) => f.endsWith('.yaml'));
+  for (const file of samples)
+    await kubectl('apply', '--server-side', '-f', join(root, 'deploy', 'samples', file));
+  console.log(`applied ${samples.join(', ')}; waiting for them to be Ready`);
+  const kinds = samples.map((f) => f.replace(/\.yaml$/, ''));
+  for (;;) {
+    const { stdout } = await kubectl(
+      'get',
+      kinds.join(','),
+      '-o',
+      'jsonpath={range .items[*]}{.kind}/{.metadata.name}={.status.phase}{"\\n"}{end}',
+    );
+    const phases = stdout.trim().split('\n').filter(Boolean);
+    if (phases.length >= samples.length && phases.every((l) => l.endsWith('=Ready'))) break;
+    if (Date.now() > deadline) {
+      console.error(`samples not Ready: ${phases.join(', ')}`);
+      manager.kill('SIGTERM');
+      process.exit(1);
+    }
+    await new Promise((r) => setTimeout(r, 500));
   }
-  await new Promise((r) => setTimeout(r, 500));
+  console.log((await kubectl('get', kinds.join(','))).stdout);
+  console.log(
+    `Everything is Ready. Try:\n  ${cp.state.kubectl} --kubeconfig ${cp.kubeconfigPath} get ${kinds.join(',')}\nCtrl-C stops the manager; npm run cluster -- down stops the control plane.`,
+  );
+} catch (err) {
+  console.error(`npm start failed: ${err instanceof Error ? err.message : String(err)}`);
+  manager.kill('SIGTERM');
+  await exited;
+  process.exit(1);
 }
-console.log((await kubectl('get', kinds.join(','))).stdout);
-console.log(
-  `Everything is Ready. Try:\n  ${cp.state.kubectl} --kubeconfig ${cp.kubeconfigPath} get ${kinds.join(',')}\nCtrl-C stops the manager; npm run cluster -- down stops the control plane.`,
-);
 if (exitWhenReady) manager.kill('SIGTERM');
 process.exit(await exited);

@@ -1,0 +1,674 @@
+// deploy/ against the real control plane and a real Prometheus:
+//   1. the kustomize base passes a server-side dry run, applies, and the
+//      manager Deployment is what the README promises;
+//   2. the manager, run here with nothing but its ServiceAccount's token
+//      (generated RBAC), leader election on, reconciles the Database sample
+//      to Ready and exercises every kind of write it declares, with no 403;
+//   3. SubjectAccessReviews show what that ServiceAccount may not do;
+//   4. Prometheus (Debian's package) scrapes it: every dashboard and alert
+//      expression parses, the panels have data, the alert rules load, no
+//      alert expression is true on a healthy manager and the "down" ones
+//      become true once it stops.
+// Prometheus missing fails the test: .ci/run installs it (apt-get install prometheus).
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { childNames, type DatabaseObject } from '@regulon/database-controller';
+import { CONTROLLERS } from '@regulon/manager';
+import { start, type TestEnv } from '@regulon/testenv';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import { parsePrometheusText } from '../../packages/runtime/src/testing/prometheus.ts';
+import { freePort } from '../../packages/testenv/src/ports.ts';
+import { ALERTS, JOB } from './alerts.ts';
+import { DASHBOARD_ROWS, VARIABLES } from './dashboards.ts';
+import { controllerEnv } from './manifests.ts';
+import { MANAGER, NAMESPACE } from './rbac.ts';
+
+const root = join(import.meta.dirname, '..', '..');
+const deployDir = join(root, 'deploy');
+const SERVICE_ACCOUNT = `system:serviceaccount:${NAMESPACE}:${MANAGER}`;
+/** The `pod` label the local scrape gets, standing in for what the ServiceMonitor adds in a cluster. */
+const LOCAL_POD = 'regulon-manager-local';
+
+const dir = mkdtempSync(join(tmpdir(), 'regulon-deploy-'));
+let env: TestEnv;
+let kubectlBin: string;
+let ns: string;
+let manager: ChildProcess | undefined;
+let managerLog = '';
+let managerExit: Promise<number | null> | undefined;
+let prometheus: ChildProcess | undefined;
+let prometheusLog = '';
+let promUrl = '';
+let metricsPort = 0;
+let healthPort = 0;
+const leaseName = `regulon-manager-test-${randomBytes(3).toString('hex')}`;
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(cmd: string, args: string[], input?: string): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+const kubectl = (...args: string[]) => run(kubectlBin, ['--kubeconfig', env.kubeconfigPath, ...args]);
+async function ok(...args: string[]): Promise<string> {
+  const r = await kubectl(...args);
+  assert.equal(r.code, 0, `kubectl ${args.join(' ')}\n${r.stderr}`);
+  return r.stdout;
+}
+async function getJson<T>(...args: string[]): Promise<T | undefined> {
+  const r = await kubectl('get', ...args, '-o', 'json');
+  if (r.code !== 0) {
+    if (/NotFound/.test(r.stderr)) return undefined;
+    assert.fail(`kubectl get ${args.join(' ')}: ${r.stderr}`);
+  }
+  return JSON.parse(r.stdout) as T;
+}
+
+/** Polls until `check` returns a value other than undefined/false, or fails with what it last saw. */
+async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 120_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+      last = v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      assert.fail(
+        `timed out after ${timeoutMs} ms waiting for ${what}; last: ${String(last)}\nmanager log tail:\n${managerLog.slice(-3000)}`,
+      );
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+before(async () => {
+  env = await start();
+  kubectlBin = env.controlPlane.state.kubectl;
+  ns = await env.newNamespace('deploy');
+});
+
+after(async () => {
+  await stopManager();
+  if (prometheus && prometheus.exitCode === null) {
+    const exited = new Promise((r) => prometheus!.once('exit', r));
+    prometheus.kill('SIGTERM');
+    await exited;
+  }
+  if (env) {
+    await kubectl('delete', 'lease', leaseName, '-n', NAMESPACE, '--ignore-not-found');
+    if (ns) await kubectl('delete', 'namespace', ns, '--wait=false');
+    await env.stop(); // stops the control plane only if this file started it
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function stopManager(): Promise<number | null | undefined> {
+  if (!manager || !managerExit) return undefined;
+  if (manager.exitCode === null && manager.signalCode === null) manager.kill('SIGTERM');
+  const timer = setTimeout(() => manager?.kill('SIGKILL'), 40_000);
+  const code = await managerExit;
+  clearTimeout(timer);
+  return code;
+}
+
+interface Container {
+  name: string;
+  image: string;
+  env?: Array<{ name: string; value?: string; valueFrom?: unknown }>;
+  ports?: Array<{ name: string; containerPort: number }>;
+  livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  readinessProbe?: { httpGet?: { path: string; port: string | number } };
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: Record<string, unknown>;
+}
+interface Deployment {
+  spec: {
+    replicas: number;
+    template: {
+      spec: {
+        serviceAccountName: string;
+        securityContext?: Record<string, unknown>;
+        containers: Container[];
+      };
+    };
+  };
+  status?: { readyReplicas?: number };
+}
+
+test('deploy/: a server-side dry run passes, it applies, and the manager Deployment is as specified', async () => {
+  // A server dry run can't create the namespace its objects go in; on a fresh cluster it must exist first.
+  await ok('apply', '--server-side', '--force-conflicts', '-f', join(deployDir, 'namespace.yaml'));
+  const dry = await ok('apply', '--dry-run=server', '-k', deployDir);
+  assert.match(dry, /deployment\.apps\/regulon-manager (created|configured|unchanged) \(server dry run\)/);
+  assert.match(dry, /clusterrole\.rbac\.authorization\.k8s\.io\/regulon-manager .*\(server dry run\)/);
+  // Server-side apply for real: no last-applied annotation to outgrow as the CRDs grow.
+  await ok('apply', '--server-side', '--force-conflicts', '-k', deployDir);
+
+  const d = (await getJson<Deployment>('deployment', MANAGER, '-n', NAMESPACE))!;
+  assert.equal(d.spec.replicas, 2);
+  const pod = d.spec.template.spec;
+  assert.equal(pod.serviceAccountName, MANAGER);
+  assert.equal(pod.securityContext?.['runAsNonRoot'], true);
+  assert.deepEqual(pod.securityContext?.['seccompProfile'], { type: 'RuntimeDefault' });
+  const c = pod.containers.find((x) => x.name === 'manager')!;
+  assert.deepEqual(c.livenessProbe?.httpGet, { path: '/healthz', port: 'health', scheme: 'HTTP' });
+  assert.deepEqual(c.readinessProbe?.httpGet, { path: '/readyz', port: 'health', scheme: 'HTTP' });
+  assert.equal(c.ports?.find((p) => p.name === 'health')?.containerPort, 8081);
+  assert.equal(c.ports?.find((p) => p.name === 'metrics')?.containerPort, 8080);
+  assert.ok(
+    c.resources?.requests?.['cpu'] && c.resources.requests['memory'] && c.resources.limits?.['memory'],
+  );
+  assert.equal(c.securityContext?.['readOnlyRootFilesystem'], true);
+  assert.equal(c.securityContext?.['allowPrivilegeEscalation'], false);
+  assert.equal(c.securityContext?.['runAsNonRoot'], true);
+  assert.deepEqual(c.securityContext?.['capabilities'], { drop: ['ALL'] });
+  const envOf = (name: string) => c.env?.find((e) => e.name === name)?.value;
+  assert.equal(envOf('REGULON_LEADER_ELECT'), 'true');
+  for (const controller of CONTROLLERS)
+    for (const e of controllerEnv(controller.name))
+      assert.equal(envOf(e.name), e.value, `${e.name} in the Deployment`);
+  assert.equal(envOf('REGULON_DATABASE_ENABLED'), 'true');
+
+  // The restricted Pod Security level is enforced on the namespace: Pods being admitted shows the spec meets it.
+  await waitFor('both manager Pods admitted and Ready (KWOK runs them)', async () => {
+    const now = await getJson<Deployment>('deployment', MANAGER, '-n', NAMESPACE);
+    return now?.status?.readyReplicas === 2;
+  });
+  const pdb = await getJson<{ spec: { maxUnavailable: number } }>('pdb', MANAGER, '-n', NAMESPACE);
+  assert.equal(pdb?.spec.maxUnavailable, 1);
+});
+
+test('deploy/grafana passes a server dry run; deploy/monitoring builds and its ServiceMonitor selects the metrics Service', async () => {
+  const dry = await ok('apply', '--dry-run=server', '-k', join(deployDir, 'grafana'));
+  assert.match(dry, /configmap\/regulon-dashboard .*\(server dry run\)/);
+  const cm = parse(await ok('kustomize', join(deployDir, 'grafana'))) as {
+    metadata: { labels: Record<string, string> };
+    data: Record<string, string>;
+  };
+  assert.equal(cm.metadata.labels['grafana_dashboard'], '1');
+  assert.equal(cm.data['regulon.json'], readFileSync(join(deployDir, 'grafana', 'regulon.json'), 'utf8'));
+
+  const objs = parseAllDocuments(await ok('kustomize', join(deployDir, 'monitoring'))).map(
+    (d) => d.toJS() as { kind: string; spec: Record<string, unknown>; metadata: { namespace?: string } },
+  );
+  assert.deepEqual(objs.map((o) => o.kind).sort(), ['ConfigMap', 'PrometheusRule', 'ServiceMonitor']);
+  const sm = objs.find((o) => o.kind === 'ServiceMonitor')!.spec as {
+    selector: { matchLabels: Record<string, string> };
+    endpoints: Array<{ port: string }>;
+  };
+  const svc = (await getJson<{
+    metadata: { name: string; labels: Record<string, string> };
+    spec: { ports: Array<{ name: string }> };
+  }>('service', 'regulon-manager-metrics', '-n', NAMESPACE))!;
+  for (const [k, v] of Object.entries(sm.selector.matchLabels))
+    assert.equal(svc.metadata.labels[k], v, `Service label ${k}`);
+  assert.ok(svc.spec.ports.some((p) => p.name === sm.endpoints[0]!.port));
+  // The job label the alerts and dashboard select on is the Service's name (the ServiceMonitor default).
+  assert.equal(svc.metadata.name, JOB);
+});
+
+interface Db {
+  status?: {
+    phase?: string;
+    readyReplicas?: number;
+    conditions?: Array<{ type: string; status: string; reason: string }>;
+  };
+}
+const phase = async (name: string) => (await getJson<Db>('database', name, '-n', ns))?.status?.phase;
+
+test('the manager with only its ServiceAccount token reconciles the Database sample to Ready, leader election on, no 403', async () => {
+  // Credentials: a token for the ServiceAccount (TokenRequest API), and the cluster's CA from the admin kubeconfig.
+  const token = (await ok('create', 'token', MANAGER, '-n', NAMESPACE, '--duration=1h')).trim();
+  const admin = parse(readFileSync(env.kubeconfigPath, 'utf8')) as {
+    clusters: Array<{ cluster: { server: string; 'certificate-authority-data': string } }>;
+  };
+  const saKubeconfig = join(dir, 'sa-kubeconfig');
+  writeFileSync(
+    saKubeconfig,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: admin.clusters[0]!.cluster }],
+      users: [{ name: MANAGER, user: { token } }],
+      contexts: [{ name: 'sa', context: { cluster: 'c', user: MANAGER } }],
+      'current-context': 'sa',
+    }),
+    { mode: 0o600 },
+  );
+
+  [metricsPort, healthPort] = [await freePort(), await freePort()];
+  await startPrometheus(metricsPort);
+
+  const main = join(root, 'apps', 'manager', 'src', 'main.ts');
+  const childEnv = { ...process.env };
+  delete childEnv['KUBECONFIG'];
+  manager = spawn(
+    process.execPath,
+    [
+      main,
+      `--kubeconfig=${saKubeconfig}`,
+      '--leader-elect=true',
+      `--leader-election-namespace=${NAMESPACE}`,
+      // A Lease of its own: the run's control plane may be shared with another run of this test.
+      `--leader-election-id=${leaseName}`,
+      // Only the test namespace: other tests' Databases in the same control plane are theirs to reconcile.
+      `--namespace=${ns}`,
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+    ],
+    { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  manager.stdout!.on('data', (d: Buffer) => (managerLog += d.toString()));
+  manager.stderr!.on('data', (d: Buffer) => (managerLog += d.toString()));
+  managerExit = new Promise((resolve) => manager!.once('exit', (code) => resolve(code)));
+
+  await waitFor('/readyz', async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`)).ok);
+  await waitFor('the Lease', async () => {
+    const lease = await getJson<{ spec: { holderIdentity?: string } }>('lease', leaseName, '-n', NAMESPACE);
+    return lease?.spec.holderIdentity;
+  });
+
+  // Prometheus applies new targets only every few seconds: wait for its first scrape, so
+  // the reconciles below show as increases (rates, quantiles) rather than as a starting value.
+  await waitFor(
+    'Prometheus scraping the manager',
+    async () => (await query(`up{job="${JOB}"} == 1`)).length > 0,
+    30_000,
+  );
+
+  // The sample, as shipped; then with replicas > 1 and backups on, so that every optional child exists.
+  const sample = parse(readFileSync(join(deployDir, 'samples', 'database.yaml'), 'utf8')) as DatabaseObject;
+  const db = sample.metadata.name!;
+  const n = childNames(sample);
+  await ok('apply', '-n', ns, '-f', join(deployDir, 'samples', 'database.yaml'));
+  await waitFor(`${db} Ready`, async () => (await phase(db)) === 'Ready');
+  await ok(
+    'patch',
+    'database',
+    db,
+    '-n',
+    ns,
+    '--type=merge',
+    '-p',
+    JSON.stringify({ spec: { replicas: 2, backup: { enabled: true } } }),
+  );
+  await waitFor(`${db} Ready with two replicas`, async () => {
+    const got = await getJson<Db>('database', db, '-n', ns);
+    return got?.status?.phase === 'Ready' && got.status.readyReplicas === 2;
+  });
+  for (const [kind, name] of [
+    ['service', n.readOnlyService],
+    ['pdb', n.disruptionBudget],
+    ['cronjob', n.backup],
+    ['secret', n.credentials],
+    ['configmap', n.config],
+    ['serviceaccount', n.serviceAccount],
+  ] as const)
+    assert.ok(await getJson(kind, name, '-n', ns), `${kind}/${name} created`);
+  const primary = await getJson<{ metadata: { labels: Record<string, string> } }>(
+    'pod',
+    `${n.statefulSet}-0`,
+    '-n',
+    ns,
+  );
+  assert.equal(primary?.metadata.labels['regulon.dev/role'], 'primary', 'Pod role label patched');
+
+  // A Database naming a missing Secret: Degraded, and a Warning Event (events.k8s.io create).
+  const orphan = stringify({
+    apiVersion: sample.apiVersion,
+    kind: 'Database',
+    metadata: { name: 'orphan-db', namespace: ns },
+    spec: {
+      engine: sample.spec.engine,
+      version: sample.spec.version,
+      replicas: 1,
+      storage: { size: '1Gi' },
+      backup: { enabled: false },
+      credentials: { secretName: 'does-not-exist' },
+    },
+  });
+  const applied = await run(kubectlBin, ['--kubeconfig', env.kubeconfigPath, 'apply', '-f', '-'], orphan);
+  assert.equal(applied.code, 0, applied.stderr);
+  await waitFor('orphan-db Degraded with a Warning Event', async () => {
+    const events = await getJson<{
+      items: Array<{ type: string; reason: string; regarding: { name: string } }>;
+    }>('events.v1.events.k8s.io', '-n', ns);
+    return events?.items.some(
+      (e) =>
+        e.type === 'Warning' && e.reason === 'CredentialsSecretMissing' && e.regarding.name === 'orphan-db',
+    );
+  });
+  assert.equal(await phase('orphan-db'), 'Degraded');
+
+  // Scale down, turn backups off, grow storage: deletes the read-only Service, the PDB and the CronJob; patches the PVC.
+  const size = /^(\d+)Gi$/.exec(String(sample.spec.storage.size));
+  assert.ok(size, `the sample's storage.size (${sample.spec.storage.size}) is in Gi`);
+  const grown = `${Number(size[1]) + 1}Gi`;
+  await ok(
+    'patch',
+    'database',
+    db,
+    '-n',
+    ns,
+    '--type=merge',
+    '-p',
+    JSON.stringify({ spec: { replicas: 1, backup: { enabled: false }, storage: { size: grown } } }),
+  );
+  await waitFor('read-only Service, PDB and backup CronJob deleted', async () => {
+    for (const [kind, name] of [
+      ['service', n.readOnlyService],
+      ['pdb', n.disruptionBudget],
+      ['cronjob', n.backup],
+    ] as const)
+      if (await getJson(kind, name, '-n', ns)) return false;
+    return true;
+  });
+  await waitFor(`data volume grown to ${grown}`, async () => {
+    const pvc = await getJson<{ spec: { resources: { requests: { storage: string } } } }>(
+      'pvc',
+      `data-${n.statefulSet}-0`,
+      '-n',
+      ns,
+    );
+    return pvc?.spec.resources.requests.storage === grown;
+  });
+  await waitFor(`${db} Ready with one replica`, async () => {
+    const got = await getJson<Db>('database', db, '-n', ns);
+    return got?.status?.phase === 'Ready' && got.status.readyReplicas === 1;
+  });
+
+  // Not one request was refused: every verb used is granted.
+  const samples = parsePrometheusText(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text());
+  const refused = samples.filter(
+    (s) => s.name === 'rest_client_requests_total' && /^40[13]$/.test(s.labels['code'] ?? ''),
+  );
+  assert.deepEqual(
+    refused.filter((s) => s.value > 0),
+    [],
+    `requests refused:\n${managerLog
+      .split('\n')
+      .filter((l) => /forbidden/i.test(l))
+      .slice(0, 5)
+      .join('\n')}`,
+  );
+  assert.ok(!/forbidden/i.test(managerLog), 'no "forbidden" in the manager log');
+  const leading = samples.find(
+    (s) => s.name === 'leader_election_master_status' && s.labels['name'] === leaseName,
+  );
+  assert.equal(leading?.value, 1, 'the manager leads');
+});
+
+interface AccessCheck {
+  verb: string;
+  resource: string;
+  group?: string;
+  subresource?: string;
+  namespace?: string;
+}
+
+async function allowed(check: AccessCheck): Promise<boolean> {
+  const review = {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SubjectAccessReview',
+    spec: {
+      user: SERVICE_ACCOUNT,
+      groups: ['system:serviceaccounts', `system:serviceaccounts:${NAMESPACE}`, 'system:authenticated'],
+      resourceAttributes: {
+        verb: check.verb,
+        resource: check.resource,
+        group: check.group ?? '',
+        ...(check.subresource ? { subresource: check.subresource } : {}),
+        ...(check.namespace ? { namespace: check.namespace } : {}),
+      },
+    },
+  };
+  const r = await run(
+    kubectlBin,
+    ['--kubeconfig', env.kubeconfigPath, 'create', '-f', '-', '-o', 'json'],
+    JSON.stringify(review),
+  );
+  assert.equal(r.code, 0, r.stderr);
+  return (JSON.parse(r.stdout) as { status: { allowed: boolean } }).status.allowed;
+}
+
+test('SubjectAccessReviews: the ServiceAccount can do what the controllers need and nothing more', async () => {
+  const app = ns;
+  const must: AccessCheck[] = [
+    { verb: 'list', resource: 'databases', group: 'regulon.dev' },
+    // MyApp writes its child Database and Cache resources, and removes one its spec drops.
+    { verb: 'create', resource: 'databases', group: 'regulon.dev', namespace: app },
+    { verb: 'patch', resource: 'databases', group: 'regulon.dev', namespace: app },
+    { verb: 'delete', resource: 'caches', group: 'regulon.dev', namespace: app },
+    // Cache deletes its password-less binding Secret when auth is turned on, and a
+    // StatefulSet it no longer wants.
+    { verb: 'delete', resource: 'secrets', namespace: app },
+    { verb: 'delete', resource: 'statefulsets', group: 'apps', namespace: app },
+    { verb: 'watch', resource: 'secrets' },
+    { verb: 'create', resource: 'secrets', namespace: app },
+    { verb: 'patch', resource: 'databases', group: 'regulon.dev', subresource: 'status', namespace: app },
+    { verb: 'patch', resource: 'statefulsets', group: 'apps', namespace: app },
+    { verb: 'get', resource: 'persistentvolumeclaims', namespace: app },
+    { verb: 'create', resource: 'events', group: 'events.k8s.io', namespace: app },
+    { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
+    { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
+  ];
+  const mustNot: AccessCheck[] = [
+    // The cluster itself.
+    { verb: 'delete', resource: 'namespaces' },
+    { verb: 'create', resource: 'namespaces' },
+    { verb: 'get', resource: 'nodes' },
+    { verb: 'create', resource: 'customresourcedefinitions', group: 'apiextensions.k8s.io' },
+    { verb: 'update', resource: 'customresourcedefinitions', group: 'apiextensions.k8s.io' },
+    // No way to more privileges.
+    { verb: 'escalate', resource: 'clusterroles', group: 'rbac.authorization.k8s.io' },
+    { verb: 'bind', resource: 'clusterroles', group: 'rbac.authorization.k8s.io' },
+    { verb: 'create', resource: 'clusterrolebindings', group: 'rbac.authorization.k8s.io' },
+    { verb: 'create', resource: 'rolebindings', group: 'rbac.authorization.k8s.io', namespace: app },
+    { verb: 'create', resource: 'roles', group: 'rbac.authorization.k8s.io', namespace: NAMESPACE },
+    { verb: 'impersonate', resource: 'users' },
+    { verb: 'impersonate', resource: 'serviceaccounts', namespace: app },
+    { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: app },
+    { verb: 'create', resource: 'pods', namespace: app },
+    { verb: 'create', resource: 'pods', subresource: 'exec', namespace: app },
+    // Secrets: created once, never read back one by one, rewritten or deleted.
+    { verb: 'get', resource: 'secrets', namespace: app },
+    { verb: 'update', resource: 'secrets', namespace: app },
+    { verb: 'patch', resource: 'secrets', namespace: app },
+    { verb: 'deletecollection', resource: 'secrets', namespace: app },
+    // Its own kind: the spec is the user's.
+    { verb: 'update', resource: 'databases', group: 'regulon.dev', namespace: app },
+    { verb: 'update', resource: 'caches', group: 'regulon.dev', namespace: app },
+    { verb: 'update', resource: 'myapps', group: 'regulon.dev', namespace: app },
+    { verb: 'create', resource: 'myapps', group: 'regulon.dev', namespace: app },
+    // Children it never deletes or replaces.
+    { verb: 'update', resource: 'statefulsets', group: 'apps', namespace: app },
+    { verb: 'delete', resource: 'persistentvolumeclaims', namespace: app },
+    { verb: 'delete', resource: 'pods', namespace: app },
+    { verb: 'create', resource: 'jobs', group: 'batch', namespace: app },
+    { verb: 'get', resource: 'configmaps', namespace: app },
+    // Leases: only in its own namespace, never deleted.
+    { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system' },
+    { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-node-lease' },
+    { verb: 'delete', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
+    // Core/v1 Events are not used (events.k8s.io/v1 only).
+    { verb: 'create', resource: 'events', namespace: app },
+  ];
+  for (const c of must) assert.equal(await allowed(c), true, `may ${JSON.stringify(c)}`);
+  const granted: AccessCheck[] = [];
+  for (const c of mustNot) if (await allowed(c)) granted.push(c);
+  assert.deepEqual(granted, [], 'none of these is allowed');
+});
+
+async function startPrometheus(target: number): Promise<void> {
+  const which = spawnSync('sh', ['-c', 'command -v prometheus'], { encoding: 'utf8' });
+  assert.equal(
+    which.status,
+    0,
+    "prometheus not found on PATH: install Debian's prometheus package (apt-get install -y prometheus); .ci/run does",
+  );
+  const rule = parse(readFileSync(join(deployDir, 'monitoring', 'prometheusrule.yaml'), 'utf8')) as {
+    spec: unknown;
+  };
+  writeFileSync(join(dir, 'rules.yaml'), stringify(rule.spec));
+  writeFileSync(
+    join(dir, 'prometheus.yml'),
+    stringify({
+      global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
+      rule_files: [join(dir, 'rules.yaml')],
+      scrape_configs: [
+        {
+          job_name: JOB,
+          static_configs: [
+            { targets: [`127.0.0.1:${target}`], labels: { namespace: NAMESPACE, pod: LOCAL_POD } },
+          ],
+        },
+      ],
+    }),
+  );
+  const port = await freePort();
+  promUrl = `http://127.0.0.1:${port}`;
+  prometheus = spawn(
+    which.stdout.trim(),
+    [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'tsdb')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  prometheus.stdout!.on('data', (d: Buffer) => (prometheusLog += d.toString()));
+  prometheus.stderr!.on('data', (d: Buffer) => (prometheusLog += d.toString()));
+  await waitFor(
+    `Prometheus ready (${prometheusLog.slice(-500)})`,
+    async () => {
+      if (prometheus!.exitCode !== null) assert.fail(`prometheus exited: ${prometheusLog}`);
+      return (await fetch(`${promUrl}/-/ready`)).ok;
+    },
+    30_000,
+  );
+}
+
+interface Series {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+async function query(expr: string): Promise<Series[]> {
+  const res = await fetch(`${promUrl}/api/v1/query?query=${encodeURIComponent(expr)}`);
+  const body = (await res.json()) as {
+    status: string;
+    error?: string;
+    data?: { resultType: string; result: Series[] };
+  };
+  assert.equal(body.status, 'success', `${expr}: ${body.error}`);
+  return body.data!.result;
+}
+
+/** Grafana's variables as the dashboard would set them for this manager ("All" is `.*`). */
+function substitute(expr: string): string {
+  return expr
+    .replaceAll('$__rate_interval', '5m')
+    .replaceAll('$namespace', NAMESPACE)
+    .replaceAll('$pod', '.*')
+    .replaceAll('$controller', '.*');
+}
+
+test('Prometheus: every dashboard query and variable parses and has data; the alert rules load and evaluate', async () => {
+  assert.ok(promUrl, 'Prometheus was started by the previous test');
+  const targets = (await (await fetch(`${promUrl}/api/v1/targets`)).json()) as {
+    data: { activeTargets: Array<{ health: string; lastError: string }> };
+  };
+  assert.equal(targets.data.activeTargets[0]?.health, 'up', targets.data.activeTargets[0]?.lastError);
+
+  const empty: string[] = [];
+  const notFinite: string[] = [];
+  let queries = 0;
+  for (const row of DASHBOARD_ROWS)
+    for (const panel of row.panels)
+      for (const q of panel.queries) {
+        queries++;
+        const result = await query(substitute(q.expr));
+        if (panel.mayBeEmpty) continue;
+        if (result.length === 0) empty.push(`${panel.title}: ${q.expr}`);
+        else if (!result.some((s) => Number.isFinite(Number(s.value[1]))))
+          notFinite.push(`${panel.title}: ${q.expr}`);
+      }
+  assert.ok(queries >= 25, `${queries} panel queries`);
+  assert.deepEqual(empty, [], 'every panel query returns series');
+  assert.deepEqual(notFinite, [], 'every panel query returns a number');
+
+  // Variables: label_values(selector, label), as Grafana asks Prometheus for them.
+  const want: Record<string, string> = { namespace: NAMESPACE, pod: LOCAL_POD, controller: 'database' };
+  for (const v of VARIABLES) {
+    const m = /^label_values\((.*), (\w+)\)$/.exec(v.query);
+    assert.ok(m, v.query);
+    const res = await fetch(
+      `${promUrl}/api/v1/label/${m[2]}/values?match[]=${encodeURIComponent(substitute(m[1]!))}`,
+    );
+    const body = (await res.json()) as { status: string; data: string[] };
+    assert.equal(body.status, 'success');
+    assert.ok(
+      body.data.includes(want[v.name]!),
+      `$${v.name} offers ${want[v.name]}: ${body.data.join(', ')}`,
+    );
+  }
+
+  // Alert rules: loaded from the shipped PrometheusRule, evaluated without error.
+  await waitFor(
+    'every rule evaluated',
+    async () => {
+      const rules = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as {
+        data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> };
+      };
+      const all = rules.data.groups.flatMap((g) => g.rules);
+      assert.equal(all.length, ALERTS.length);
+      for (const r of all) assert.notEqual(r.health, 'err', `${r.name}: ${r.lastError}`);
+      return all.every((r) => r.health === 'ok');
+    },
+    30_000,
+  );
+});
+
+test('alerts: none is true on the healthy manager; stopping it makes RegulonManagerDown, ReplicaDown and NoLeader true', async () => {
+  const byName = new Map(ALERTS.map((a) => [a.alert, a.expr]));
+  await waitFor('the work queue drained', async () => {
+    const depth = await query(`sum(workqueue_depth{job="${JOB}"})`);
+    return depth[0]?.value[1] === '0';
+  });
+  for (const a of ALERTS)
+    assert.deepEqual(await query(a.expr), [], `${a.alert} is not true on a healthy manager`);
+
+  const code = await stopManager();
+  assert.equal(code, 0, `graceful stop exits 0\n${managerLog.slice(-2000)}`);
+  for (const name of ['RegulonManagerDown', 'RegulonManagerReplicaDown', 'RegulonNoLeader'])
+    await waitFor(
+      `${name} true once the manager is gone`,
+      async () => (await query(byName.get(name)!)).length > 0,
+      30_000,
+    );
+});
