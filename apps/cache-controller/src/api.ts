@@ -1,4 +1,13 @@
-import { Conditions, defineKind, Immutable, Quantity, Type, WithRules, type KindObject } from '@regulon/crd';
+import {
+  Conditions,
+  defineKind,
+  Immutable,
+  Quantity,
+  Type,
+  WithRules,
+  type KindObject,
+  Phase,
+} from '@regulon/crd';
 import { ENGINE_VERSIONS, EVICTION_POLICIES } from './versions.ts';
 
 export const GROUP = 'regulon.dev';
@@ -151,18 +160,7 @@ export const CacheSpec = WithRules(
 export const CacheStatus = Type.Object({
   observedGeneration: Type.Optional(Type.Integer()),
   conditions: Type.Optional(Conditions()),
-  phase: Type.Optional(
-    Type.Union(
-      [
-        Type.Literal('Pending'),
-        Type.Literal('Provisioning'),
-        Type.Literal('Ready'),
-        Type.Literal('Updating'),
-        Type.Literal('Degraded'),
-      ],
-      { description: 'Summary derived from the conditions.' },
-    ),
-  ),
+  phase: Type.Optional(Phase()),
   replicas: Type.Optional(Type.Integer()),
   readyReplicas: Type.Optional(Type.Integer()),
   selector: Type.Optional(Type.String()),

@@ -1,8 +1,9 @@
 import type { V1Deployment, V1StatefulSet } from '@kubernetes/client-node';
-import { Kinds, isNotFound, type KubeObject, type ResourceType } from '@regulon/client';
+import { Kinds, type KubeObject, type ResourceType } from '@regulon/client';
 import {
   AlreadyOwnedError,
   applyChild,
+  deleteChildIfControlled,
   applyStatusIfChanged,
   createSecretOnce,
   generatePassword,
@@ -156,15 +157,13 @@ export class CacheReconciler implements Reconciler {
         signal: ctx.signal,
       });
     const remove = async (type: ResourceType, name: string) => {
-      const existing = this.#cached(type, ns, name);
-      if (!existing || !isControlledBy(existing, owner)) return;
-      await client
-        .resource(type)
-        .delete(name, { namespace: ns, signal: ctx.signal })
-        .catch((err: unknown) => {
-          if (!isNotFound(err)) throw err;
-        });
-      ctx.log.info({ kind: type.kind, name }, 'deleted child no longer wanted');
+      if (
+        await deleteChildIfControlled(client, type, this.#cached(type, ns, name), owner, {
+          signal: ctx.signal,
+        })
+      ) {
+        ctx.log.info({ kind: type.kind, name }, 'deleted child no longer wanted');
+      }
     };
 
     await apply(Kinds.ConfigMap, desiredConfigMap(cache), n.config);

@@ -8,6 +8,7 @@ import {
   Type,
   WithRules,
   type KindObject,
+  Phase,
 } from '@regulon/crd';
 import { ENGINE_VERSIONS, RESERVED_PARAMETERS } from './versions.ts';
 
@@ -112,20 +113,7 @@ export const DatabaseSpec = WithRules(
 export const DatabaseStatus = Type.Object({
   observedGeneration: Type.Optional(Type.Integer()),
   conditions: Type.Optional(Conditions()),
-  phase: Type.Optional(
-    Type.Union(
-      [
-        Type.Literal('Pending'),
-        Type.Literal('Provisioning'),
-        Type.Literal('Ready'),
-        Type.Literal('Updating'),
-        Type.Literal('Degraded'),
-      ],
-      {
-        description: 'Summary derived from the conditions.',
-      },
-    ),
-  ),
+  phase: Type.Optional(Phase()),
   replicas: Type.Optional(Type.Integer()),
   readyReplicas: Type.Optional(Type.Integer()),
   selector: Type.Optional(Type.String()),

@@ -3,6 +3,7 @@ import { Kinds, isNotFound, type KubeObject, type ResourceType } from '@regulon/
 import {
   AlreadyOwnedError,
   applyChild,
+  deleteChildIfControlled,
   applyStatusIfChanged,
   createSecretOnce,
   generatePassword,
@@ -152,15 +153,17 @@ export class DatabaseReconciler implements Reconciler {
         signal: ctx.signal,
       });
     const remove = async (type: ResourceType, name: string) => {
-      const existing = this.#cached(type, ns, name, type !== Kinds.StatefulSet);
-      if (!existing || !isControlledBy(existing, owner)) return;
-      await client
-        .resource(type)
-        .delete(name, { namespace: ns, signal: ctx.signal })
-        .catch((err: unknown) => {
-          if (!isNotFound(err)) throw err;
-        });
-      ctx.log.info({ kind: type.kind, name }, 'deleted child no longer wanted');
+      if (
+        await deleteChildIfControlled(
+          client,
+          type,
+          this.#cached(type, ns, name, type !== Kinds.StatefulSet),
+          owner,
+          { signal: ctx.signal },
+        )
+      ) {
+        ctx.log.info({ kind: type.kind, name }, 'deleted child no longer wanted');
+      }
     };
 
     await apply(Kinds.ServiceAccount, desiredServiceAccount(db), n.serviceAccount);

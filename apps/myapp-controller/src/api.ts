@@ -1,5 +1,5 @@
 import { CacheSpec } from '@regulon/cache-controller';
-import { Conditions, defineKind, EnvVars, Type, type KindObject } from '@regulon/crd';
+import { Conditions, defineKind, EnvVars, Type, type KindObject, Phase } from '@regulon/crd';
 import { DatabaseSpec, GROUP } from '@regulon/database-controller';
 
 /**
@@ -40,15 +40,7 @@ const Component = Type.Object({
 export const MyAppStatus = Type.Object({
   observedGeneration: Type.Optional(Type.Integer()),
   conditions: Type.Optional(Conditions()),
-  phase: Type.Optional(
-    Type.Union([
-      Type.Literal('Pending'),
-      Type.Literal('Provisioning'),
-      Type.Literal('Ready'),
-      Type.Literal('Updating'),
-      Type.Literal('Degraded'),
-    ]),
-  ),
+  phase: Type.Optional(Phase()),
   components: Type.Optional(Type.Array(Component, { maxItems: 8 })),
   available: Type.Optional(Type.String({ description: 'ready/desired replicas of the application' })),
   url: Type.Optional(Type.String()),

@@ -1,9 +1,10 @@
 import type { V1Deployment } from '@kubernetes/client-node';
 import { Cache, type CacheObject } from '@regulon/cache-controller';
-import { Kinds, isNotFound, type KubeObject, type ResourceType } from '@regulon/client';
+import { Kinds, type KubeObject, type ResourceType } from '@regulon/client';
 import { Database, type DatabaseObject } from '@regulon/database-controller';
 import {
   applyChild,
+  deleteChildIfControlled,
   applyStatusIfChanged,
   derivePhase,
   isControlledBy,
@@ -130,13 +131,7 @@ export class MyAppReconciler implements Reconciler {
       };
     }
     if (spec === undefined) {
-      if (existing) {
-        await this.#mgr.client
-          .resource(type)
-          .delete(name, { namespace: ns, signal: ctx.signal })
-          .catch((err: unknown) => {
-            if (!isNotFound(err)) throw err;
-          });
+      if (await deleteChildIfControlled(this.#mgr.client, type, existing, owner, { signal: ctx.signal })) {
         ctx.log.info({ kind: type.kind, name }, 'removed child no longer in the spec');
       }
       return { component: undefined, binding: undefined, waitingForBinding: false };

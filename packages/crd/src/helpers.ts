@@ -128,3 +128,20 @@ export function EnvVars(options: { maxItems?: number } = {}) {
     },
   );
 }
+
+/**
+ * The summary phase every Regulon kind reports in `status.phase`: the values
+ * @regulon/runtime's derivePhase() returns, derived from the conditions.
+ */
+export function Phase() {
+  return Type.Union(
+    [
+      Type.Literal('Pending'),
+      Type.Literal('Provisioning'),
+      Type.Literal('Ready'),
+      Type.Literal('Updating'),
+      Type.Literal('Degraded'),
+    ],
+    { description: 'Summary derived from the conditions; never contradicts Ready.' },
+  );
+}

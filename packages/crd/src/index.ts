@@ -20,6 +20,7 @@ export {
   EnvVar,
   EnvVars,
   GrowOnly,
+  Phase,
   Immutable,
   Quantity,
   QUANTITY_PATTERN,

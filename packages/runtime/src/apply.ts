@@ -1,6 +1,6 @@
 import type { KubeClient, KubeObject, ResourceType } from '@regulon/client';
-import { apiVersionOf } from '@regulon/client';
-import { assertCanControl, controllerReference, type Owner } from './ownership.ts';
+import { apiVersionOf, isNotFound } from '@regulon/client';
+import { assertCanControl, controllerReference, isControlledBy, type Owner } from './ownership.ts';
 
 export interface ApplyChildOptions {
   /** The controller's field manager: it owns exactly the fields it applies. */
@@ -45,4 +45,28 @@ export async function applyChild<T extends KubeObject>(
     force: true,
     ...(options.signal ? { signal: options.signal } : {}),
   });
+}
+
+/**
+ * Deletes a child the spec no longer asks for — only if `owner` controls it
+ * (a same-named object someone else owns is never touched). `existing` is the
+ * cache's view; a child already gone is success. Returns whether it deleted.
+ */
+export async function deleteChildIfControlled(
+  client: KubeClient,
+  type: ResourceType,
+  existing: KubeObject | undefined,
+  owner: Owner,
+  opts: { signal?: AbortSignal } = {},
+): Promise<boolean> {
+  if (!existing?.metadata?.name || !isControlledBy(existing, owner)) return false;
+  try {
+    await client.resource(type).delete(existing.metadata.name, {
+      ...(existing.metadata.namespace ? { namespace: existing.metadata.namespace } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  return true;
 }

@@ -20,7 +20,7 @@ export { controllerMetrics, registerProcessMetrics, RECONCILE_TIME_BUCKETS } fro
 export { MetricsServer, HealthServer, parseBindAddress } from './servers.ts';
 export { createLogger, REDACTED_PATHS, DEFAULT_LOG_LEVEL } from './logging.ts';
 export { setupTracing, tracingConfigured } from './tracing.ts';
-export { applyChild } from './apply.ts';
+export { applyChild, deleteChildIfControlled } from './apply.ts';
 export type { ApplyChildOptions } from './apply.ts';
 export { applyStatusIfChanged } from './status.ts';
 export {
