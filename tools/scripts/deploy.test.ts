@@ -2,7 +2,7 @@
 //   1. the kustomize base passes a server-side dry run, applies, and the
 //      manager Deployment is what the README promises;
 //   2. the manager, run here with nothing but its ServiceAccount's token
-//      (generated RBAC), leader election on, reconciles the Database sample
+//      (generated RBAC), leader election on, reconciles every sample
 //      to Ready and exercises every kind of write it declares, with no 403;
 //   3. SubjectAccessReviews show what that ServiceAccount may not do;
 //   4. Prometheus (Debian's package) scrapes it: every dashboard and alert
@@ -241,7 +241,7 @@ interface Db {
 }
 const phase = async (name: string) => (await getJson<Db>('database', name, '-n', ns))?.status?.phase;
 
-test('the manager with only its ServiceAccount token reconciles the Database sample to Ready, leader election on, no 403', async () => {
+test('the manager with only its ServiceAccount token reconciles every sample to Ready, leader election on, no 403', async () => {
   // Credentials: a token for the ServiceAccount (TokenRequest API), and the cluster's CA from the admin kubeconfig.
   const token = (await ok('create', 'token', MANAGER, '-n', NAMESPACE, '--duration=1h')).trim();
   const admin = parse(readFileSync(env.kubeconfigPath, 'utf8')) as {
@@ -401,6 +401,21 @@ test('the manager with only its ServiceAccount token reconciles the Database sam
     const got = await getJson<Db>('database', db, '-n', ns);
     return got?.status?.phase === 'Ready' && got.status.readyReplicas === 1;
   });
+
+  // The other samples: Cache, and MyApp (which writes Database and Cache resources itself).
+  for (const [kind, file] of [
+    ['cache', 'cache.yaml'],
+    ['myapp', 'myapp.yaml'],
+  ] as const) {
+    const obj = parse(readFileSync(join(deployDir, 'samples', file), 'utf8')) as {
+      metadata: { name: string };
+    };
+    await ok('apply', '-n', ns, '-f', join(deployDir, 'samples', file));
+    await waitFor(`${kind} ${obj.metadata.name} Ready`, async () => {
+      const got = await getJson<{ status?: { phase?: string } }>(kind, obj.metadata.name, '-n', ns);
+      return got?.status?.phase === 'Ready';
+    });
+  }
 
   // Not one request was refused: every verb used is granted.
   const samples = parsePrometheusText(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text());
