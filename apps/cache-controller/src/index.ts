@@ -34,9 +34,9 @@ export function setupCacheController(mgr: Manager, options: CacheControllerOptio
     // Whole objects: their status is what Ready is computed from.
     .owns(Kinds.Deployment)
     .owns(Kinds.StatefulSet)
-    .owns(Kinds.Service, { metadataOnly: true })
-    .owns(Kinds.ConfigMap, { metadataOnly: true })
-    .owns(Kinds.PodDisruptionBudget, { metadataOnly: true })
+    .owns(Kinds.Service)
+    .owns(Kinds.ConfigMap)
+    .owns(Kinds.PodDisruptionBudget)
     // Secrets only as metadata: the controller never holds a password in memory.
     .owns(Kinds.Secret, { metadataOnly: true })
     .watches(Kinds.Secret, (s) => referencingCaches(mgr, s), { metadataOnly: true })

@@ -39,7 +39,14 @@ import { computeStatus, type Observed, type Problem } from './status.ts';
 export const FIELD_MANAGER = 'regulon-cache';
 
 /** Kinds the controller reads whole from the cache (it needs their spec and status); the rest as metadata. */
-const FULL = new Set<ResourceType>([Kinds.Deployment, Kinds.StatefulSet]);
+/** Children cached in full, so applyChild can skip an apply that would change nothing; Secrets stay metadata-only. */
+const FULL = new Set<ResourceType>([
+  Kinds.Deployment,
+  Kinds.StatefulSet,
+  Kinds.Service,
+  Kinds.ConfigMap,
+  Kinds.PodDisruptionBudget,
+]);
 
 /** Reconciles one Cache: children by server-side apply, Secrets once, status from what it observes. */
 export class CacheReconciler implements Reconciler {

@@ -1,3 +1,4 @@
+import { Kinds, type KubeObject, type ResourceType } from '@regulon/client';
 import {
   contentHash,
   restrictedContainerSecurityContext,
@@ -264,4 +265,36 @@ export function desiredBackupCronJob(db: DatabaseObject, credentialsSecret: stri
       },
     },
   };
+}
+
+/** One child the Database should have (`object`), or should not have (`object` undefined: deleted if it controls it). */
+export interface DesiredChild {
+  type: ResourceType;
+  name: string;
+  object: KubeObject | undefined;
+}
+
+/**
+ * Every child but the credentials Secret (created once, never applied), in
+ * the order they are applied: what the StatefulSet's Pods need comes first.
+ * `createdStorageSize` is the live StatefulSet's claim size: volumeClaimTemplates
+ * are immutable, so the template keeps the size it was created with and
+ * growing is done on the PVCs themselves.
+ */
+export function desiredChildren(db: DatabaseObject, createdStorageSize?: string): DesiredChild[] {
+  const n = childNames(db);
+  const services = desiredServices(db);
+  const sts = desiredStatefulSet(db, n.credentials);
+  const claim = sts.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests;
+  if (createdStorageSize && claim) claim['storage'] = createdStorageSize;
+  return [
+    { type: Kinds.ServiceAccount, name: n.serviceAccount, object: desiredServiceAccount(db) },
+    { type: Kinds.ConfigMap, name: n.config, object: desiredConfigMap(db) },
+    { type: Kinds.Service, name: n.headlessService, object: services.headless },
+    { type: Kinds.Service, name: n.clientService, object: services.client },
+    { type: Kinds.Service, name: n.readOnlyService, object: services.readOnly },
+    { type: Kinds.StatefulSet, name: n.statefulSet, object: sts },
+    { type: Kinds.PodDisruptionBudget, name: n.disruptionBudget, object: desiredDisruptionBudget(db) },
+    { type: Kinds.CronJob, name: n.backup, object: desiredBackupCronJob(db, n.credentials) },
+  ];
 }

@@ -419,6 +419,60 @@ describe('Database controller', () => {
     await ready('byo');
   });
 
+  test('a restarted manager re-verifies converged Databases and writes nothing', async () => {
+    const ns2 = await env.newNamespace('db-restart');
+    const managerIn = (reg: Registry) => {
+      const m = new Manager({
+        client: KubeClient.fromKubeConfig(env.kubeConfig, { registry: reg }),
+        registry: reg,
+        logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'warn' }),
+        metricsBindAddress: '0',
+        healthBindAddress: '0',
+        namespace: ns2,
+      });
+      setupDatabaseController(m);
+      return { m, done: m.start() };
+    };
+    const first = managerIn(new Registry());
+    const sample = (name: string, spec: Partial<DatabaseObject['spec']>) =>
+      dbs().create(
+        Database.object({
+          metadata: { name, namespace: ns2 },
+          spec: { engine: 'postgres', version: '16.6', replicas: 1, storage: { size: '1Gi' }, ...spec },
+        }),
+      );
+    await sample('pg', { replicas: 3, resources: { requests: { cpu: '250m', memory: '256Mi' } } });
+    await sample('my', { engine: 'mysql', version: '8.4.3', parameters: { max_connections: '200' } });
+    for (const name of ['pg', 'my'])
+      await eventually(`${name} Ready`, async () => {
+        const db = await dbs().get(name, { namespace: ns2 });
+        return db.status?.phase === 'Ready' && db.status.observedGeneration === db.metadata.generation;
+      });
+    first.m.stop();
+    await first.done;
+
+    const reg = new Registry();
+    const second = managerIn(reg);
+    try {
+      const sum = async (metric: string, keep: (labels: Record<string, string | number>) => boolean) =>
+        (await reg.getSingleMetric(metric)!.get()).values
+          .filter((v) => keep(v.labels))
+          .reduce((n, v) => n + v.value, 0);
+      await eventually('both Databases re-verified', async () => {
+        const done = await sum('controller_runtime_reconcile_total', (l) => l['controller'] === 'database');
+        const depth = await sum('workqueue_depth', (l) => l['name'] === 'database');
+        return done >= 2 && depth === 0;
+      });
+      const writes = await sum('rest_client_requests_total', (l) => l['method'] !== 'GET');
+      const reads = await sum('rest_client_requests_total', (l) => l['method'] === 'GET');
+      assert.equal(writes, 0, 'no apply, status or label write for converged children');
+      assert.ok(reads > 0, 'it did list and watch (the counter counts)');
+    } finally {
+      second.m.stop();
+      await second.done;
+    }
+  });
+
   test('delete: children are garbage-collected and the PVCs stay', async () => {
     await dbs().delete('orders', { namespace: ns });
     await eventually('children gone', async () => {

@@ -5,6 +5,8 @@ import { DatabaseReconciler } from './reconciler.ts';
 
 export { Database, DatabaseSpec, DatabaseStatus, GROUP, type DatabaseObject } from './api.ts';
 export { DatabaseReconciler, FIELD_MANAGER } from './reconciler.ts';
+export { desiredChildren, generatedCredentials, type DesiredChild } from './children.ts';
+export { computeStatus, type Observed } from './status.ts';
 export { ENGINE_VERSIONS, RESERVED_PARAMETERS } from './versions.ts';
 export { MAX_NAME_LENGTH, childNames } from './names.ts';
 export { DATABASE_RBAC } from './rbac.ts';
@@ -28,12 +30,14 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
   mgr
     .controller(CONTROLLER_NAME)
     .for(Database.type)
+    // Children in full (not metadata only): applyChild compares them with the
+    // desired state and sends nothing when they already match.
     .owns(Kinds.StatefulSet)
-    .owns(Kinds.Service, { metadataOnly: true })
-    .owns(Kinds.ConfigMap, { metadataOnly: true })
-    .owns(Kinds.ServiceAccount, { metadataOnly: true })
-    .owns(Kinds.PodDisruptionBudget, { metadataOnly: true })
-    .owns(Kinds.CronJob, { metadataOnly: true })
+    .owns(Kinds.Service)
+    .owns(Kinds.ConfigMap)
+    .owns(Kinds.ServiceAccount)
+    .owns(Kinds.PodDisruptionBudget)
+    .owns(Kinds.CronJob)
     // Secrets only as metadata: the controller never holds credentials in memory.
     .owns(Kinds.Secret, { metadataOnly: true })
     .watches(Kinds.Secret, (s) => referencingDatabases(mgr, s), { metadataOnly: true })

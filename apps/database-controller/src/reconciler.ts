@@ -18,15 +18,7 @@ import {
   type Result,
 } from '@regulon/runtime';
 import { Database, type DatabaseObject } from './api.ts';
-import {
-  desiredBackupCronJob,
-  desiredConfigMap,
-  desiredDisruptionBudget,
-  desiredServiceAccount,
-  desiredServices,
-  desiredStatefulSet,
-  generatedCredentials,
-} from './children.ts';
+import { desiredChildren, generatedCredentials } from './children.ts';
 import { childNames, MAX_NAME_LENGTH, ROLE_LABEL, selector } from './names.ts';
 import { computeStatus, type Problem } from './status.ts';
 
@@ -143,53 +135,22 @@ export class DatabaseReconciler implements Reconciler {
 
   async #applyChildren(db: DatabaseObject, owner: Owner, ctx: ReconcileContext): Promise<void> {
     const ns = db.metadata.namespace!;
-    const n = childNames(db);
     const client = this.#mgr.client;
-    const apply = <T extends KubeObject>(type: ResourceType, desired: T, name: string) =>
-      applyChild(client, type, desired, {
-        fieldManager: FIELD_MANAGER,
-        owner,
-        existing: this.#cached(type, ns, name, type !== Kinds.StatefulSet),
-        signal: ctx.signal,
-      });
-    const remove = async (type: ResourceType, name: string) => {
-      if (
-        await deleteChildIfControlled(
-          client,
-          type,
-          this.#cached(type, ns, name, type !== Kinds.StatefulSet),
+    const liveSts = this.#mgr.informerFor<V1StatefulSet>(Kinds.StatefulSet).get(childNames(db).statefulSet, ns);
+    const createdSize = liveSts?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.['storage'];
+    for (const child of desiredChildren(db, createdSize)) {
+      const existing = this.#cached(child.type, ns, child.name, false);
+      if (child.object) {
+        await applyChild(client, child.type, child.object, {
+          fieldManager: FIELD_MANAGER,
           owner,
-          { signal: ctx.signal },
-        )
-      ) {
-        ctx.log.info({ kind: type.kind, name }, 'deleted child no longer wanted');
+          existing,
+          signal: ctx.signal,
+        });
+      } else if (await deleteChildIfControlled(client, child.type, existing, owner, { signal: ctx.signal })) {
+        ctx.log.info({ kind: child.type.kind, name: child.name }, 'deleted child no longer wanted');
       }
-    };
-
-    await apply(Kinds.ServiceAccount, desiredServiceAccount(db), n.serviceAccount);
-    await apply(Kinds.ConfigMap, desiredConfigMap(db), n.config);
-    const services = desiredServices(db);
-    await apply(Kinds.Service, services.headless, n.headlessService);
-    await apply(Kinds.Service, services.client, n.clientService);
-    if (services.readOnly) await apply(Kinds.Service, services.readOnly, n.readOnlyService);
-    else await remove(Kinds.Service, n.readOnlyService);
-
-    const sts = desiredStatefulSet(db, n.credentials);
-    // volumeClaimTemplates are immutable: keep the size the StatefulSet was created with;
-    // growing is done on the PVCs themselves (#growVolumes).
-    const existing = this.#mgr.informerFor<V1StatefulSet>(Kinds.StatefulSet).get(n.statefulSet, ns);
-    const createdSize = existing?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.['storage'];
-    if (createdSize && sts.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests) {
-      sts.spec.volumeClaimTemplates[0].spec.resources.requests['storage'] = createdSize;
     }
-    await apply(Kinds.StatefulSet, sts, n.statefulSet);
-
-    const pdb = desiredDisruptionBudget(db);
-    if (pdb) await apply(Kinds.PodDisruptionBudget, pdb, n.disruptionBudget);
-    else await remove(Kinds.PodDisruptionBudget, n.disruptionBudget);
-    const cron = desiredBackupCronJob(db, n.credentials);
-    if (cron) await apply(Kinds.CronJob, cron, n.backup);
-    else await remove(Kinds.CronJob, n.backup);
   }
 
   /** Ordinal 0 is the primary: the client Service selects role=primary, the read-only one role=replica. */
@@ -221,6 +182,13 @@ export class DatabaseReconciler implements Reconciler {
   async #growVolumes(db: DatabaseObject, ctx: ReconcileContext): Promise<void> {
     const want = String(db.spec.storage.size);
     const n = childNames(db);
+    // Volumes start at the template's size: until the spec asks for more, there is nothing to read.
+    const created = this.#mgr
+      .informerFor<V1StatefulSet>(Kinds.StatefulSet)
+      .get(n.statefulSet, db.metadata.namespace)?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.[
+      'storage'
+    ];
+    if (!created || quantityValue(want) <= quantityValue(created)) return;
     for (let i = 0; i < db.spec.replicas; i++) {
       const name = `data-${n.statefulSet}-${i}`;
       const pvc = await this.#mgr.client

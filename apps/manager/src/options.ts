@@ -27,6 +27,21 @@ export const OPTIONS = defineOptions({
     type: 'string',
     description: 'Watch only this namespace (default: all namespaces)',
   },
+  kubeApiQps: {
+    flag: 'kube-api-qps',
+    env: 'REGULON_KUBE_API_QPS',
+    type: 'number',
+    default: 50,
+    description: 'Sustained API requests per second of the shared client; 0 or less: unlimited',
+  },
+  kubeApiBurst: {
+    flag: 'kube-api-burst',
+    env: 'REGULON_KUBE_API_BURST',
+    type: 'integer',
+    default: 100,
+    min: 1,
+    description: 'API requests the shared client may send at once above that rate',
+  },
   metricsBindAddress: {
     flag: 'metrics-bind-address',
     env: 'REGULON_METRICS_BIND_ADDRESS',

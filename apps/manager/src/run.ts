@@ -37,6 +37,8 @@ export async function run(
   const registry = new Registry();
   const client = KubeClient.load({
     registry,
+    qps: config.kubeApiQps > 0 ? config.kubeApiQps : Infinity,
+    burst: config.kubeApiBurst,
     ...(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {}),
   });
   const leaderElect = config.leaderElect === 'auto' ? inCluster(env) : config.leaderElect === 'true';

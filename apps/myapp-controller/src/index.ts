@@ -19,7 +19,7 @@ export function setupMyAppController(mgr: Manager, options: { maxConcurrentRecon
     .owns(Database.type)
     .owns(Cache.type)
     .owns(Kinds.Deployment)
-    .owns(Kinds.Service, { metadataOnly: true })
+    .owns(Kinds.Service)
     // A binding Secret belongs to a Database or Cache that belongs to a MyApp.
     .watches(Kinds.Secret, (s) => grandOwner(mgr, s), { metadataOnly: true })
     .withOptions({ maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1 })

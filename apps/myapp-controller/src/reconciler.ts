@@ -93,9 +93,7 @@ export class MyAppReconciler implements Reconciler {
     await applyChild(this.#mgr.client, Kinds.Service, desiredService(app), {
       fieldManager: FIELD_MANAGER,
       owner,
-      existing: this.#mgr
-        .informerFor(Kinds.Service, { metadataOnly: true })
-        .get(names.service, app.metadata.namespace),
+      existing: this.#mgr.informerFor(Kinds.Service).get(names.service, app.metadata.namespace),
       signal: ctx.signal,
     }).catch((err: unknown) => problems.push({ reason: 'ChildConflict', message: (err as Error).message }));
 

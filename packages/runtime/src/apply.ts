@@ -1,5 +1,6 @@
 import type { KubeClient, KubeObject, ResourceType } from '@regulon/client';
 import { apiVersionOf, isNotFound } from '@regulon/client';
+import { isConverged, withAppliedHash } from './converged.ts';
 import { assertCanControl, controllerReference, isControlledBy, type Owner } from './ownership.ts';
 
 export interface ApplyChildOptions {
@@ -8,7 +9,8 @@ export interface ApplyChildOptions {
   owner: Owner;
   /**
    * The live child from the cache, if any: refusing to touch a child that
-   * another controller owns needs no extra GET.
+   * another controller owns needs no extra GET, and when it is a full object
+   * (not metadata-only) that already matches, no apply is sent at all.
    */
   existing?: KubeObject | undefined;
   signal?: AbortSignal;
@@ -19,7 +21,9 @@ export interface ApplyChildOptions {
  * `owner`. With force, fields this manager owns are set back to the desired
  * values (drift is reverted) and fields owned by others are left alone; a
  * deleted child is recreated. Throws AlreadyOwnedError, without writing, when
- * the child is controlled by another owner.
+ * the child is controlled by another owner. Sends nothing when the cached
+ * child already matches (see converged.ts): a converged child costs no
+ * request, so a restart or a resync rewrites nothing.
  */
 export async function applyChild<T extends KubeObject>(
   client: KubeClient,
@@ -28,22 +32,29 @@ export async function applyChild<T extends KubeObject>(
   options: ApplyChildOptions,
 ): Promise<T> {
   assertCanControl(options.existing, options.owner);
-  const body: T = {
+  const body = childApplyBody(type, desired, options.owner);
+  if (options.existing && isConverged(body, options.existing)) return options.existing as T;
+  return client.resource<T>(type).apply(body, {
+    fieldManager: options.fieldManager,
+    force: true,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+}
+
+/**
+ * The exact body applyChild sends: type, namespace, the controller
+ * ownerReference and the applied-hash annotation added to `desired`.
+ */
+export function childApplyBody<T extends KubeObject>(type: ResourceType, desired: T, owner: Owner): T {
+  return withAppliedHash({
     ...desired,
     apiVersion: apiVersionOf(type),
     kind: type.kind,
     metadata: {
       ...desired.metadata,
-      ...(type.namespaced
-        ? { namespace: desired.metadata?.namespace ?? options.owner.metadata.namespace }
-        : {}),
-      ownerReferences: [controllerReference(options.owner)],
+      ...(type.namespaced ? { namespace: desired.metadata?.namespace ?? owner.metadata.namespace } : {}),
+      ownerReferences: [controllerReference(owner)],
     },
-  };
-  return client.resource<T>(type).apply(body, {
-    fieldManager: options.fieldManager,
-    force: true,
-    ...(options.signal ? { signal: options.signal } : {}),
   });
 }
 

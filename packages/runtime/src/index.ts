@@ -20,7 +20,15 @@ export { controllerMetrics, registerProcessMetrics, RECONCILE_TIME_BUCKETS } fro
 export { MetricsServer, HealthServer, parseBindAddress } from './servers.ts';
 export { createLogger, REDACTED_PATHS, DEFAULT_LOG_LEVEL } from './logging.ts';
 export { setupTracing, tracingConfigured } from './tracing.ts';
-export { applyChild, deleteChildIfControlled } from './apply.ts';
+export { applyChild, childApplyBody, deleteChildIfControlled } from './apply.ts';
+export {
+  APPLIED_HASH_ANNOTATION,
+  appliedHash,
+  canonicalJson,
+  isConverged,
+  isSubset,
+  withAppliedHash,
+} from './converged.ts';
 export type { ApplyChildOptions } from './apply.ts';
 export { applyStatusIfChanged } from './status.ts';
 export {

@@ -30,6 +30,21 @@ export interface ControlPlaneOptions {
   nodes?: number;
   log?: (line: string) => void;
   startTimeoutMs?: number;
+  /**
+   * For load tests: the defaults model a small real cluster, where the
+   * controller-manager's 20 QPS and 110 Pods per node would be what a
+   * benchmark of thousands of objects measures instead of the code under test.
+   */
+  scale?: ScaleOptions;
+}
+
+export interface ScaleOptions {
+  /** Pod capacity of each KWOK node (default 110). */
+  podsPerNode?: number;
+  /** Client QPS of the controller-manager and scheduler (defaults 20 and 50); burst is twice this. */
+  componentQps?: number;
+  /** The controller-manager's StatefulSet workers (default 5). */
+  statefulSetWorkers?: number;
 }
 
 /** Everything needed to find, use, stop or restart a running control plane, from any process. */
@@ -46,6 +61,8 @@ export interface ControlPlaneState {
 }
 
 const STATE_FILE = 'state.json';
+/** The kubelet's default --max-pods. */
+const DEFAULT_PODS_PER_NODE = 110;
 
 /**
  * A real Kubernetes control plane on loopback: etcd, kube-apiserver (RBAC,
@@ -129,14 +146,18 @@ export class ControlPlane {
         const res = await adminRequest(cp.credentials, 'GET', '/readyz');
         return res.status === 200;
       });
+      const scale = options.scale ?? {};
       cp.#spawn(
         'kube-controller-manager',
         bins.kubeControllerManager,
-        controllerManagerArgs(kubeconfigPath, pki),
+        [...controllerManagerArgs(kubeconfigPath, pki), ...controllerManagerScaleArgs(scale)],
       );
-      cp.#spawn('kube-scheduler', bins.kubeScheduler, schedulerArgs(kubeconfigPath));
+      cp.#spawn('kube-scheduler', bins.kubeScheduler, [
+        ...schedulerArgs(kubeconfigPath),
+        ...(scale.componentQps ? qpsArgs(scale.componentQps) : []),
+      ]);
       cp.#spawn('kwok', bins.kwok, kwokArgs(dir, kubeconfigPath));
-      await cp.#registerNodes(cp.state.nodes);
+      await cp.#registerNodes(cp.state.nodes, scale.podsPerNode ?? DEFAULT_PODS_PER_NODE);
       await cp.#applyStorageClass(bins);
       await cp.#waitFor('kube-controller-manager (default ServiceAccount)', undefined, deadline, async () => {
         const res = await adminRequest(
@@ -274,7 +295,7 @@ export class ControlPlane {
     throw new Error(`testenv: timed out waiting for ${what}${lastError ? ` (${lastError})` : ''}${tail}`);
   }
 
-  async #registerNodes(count: number): Promise<void> {
+  async #registerNodes(count: number, pods: number): Promise<void> {
     for (let i = 0; i < count; i++) {
       const name = `kwok-node-${i}`;
       const node = {
@@ -295,8 +316,8 @@ export class ControlPlane {
         },
         spec: {},
         status: {
-          allocatable: { cpu: '32', memory: '256Gi', pods: '110' },
-          capacity: { cpu: '32', memory: '256Gi', pods: '110' },
+          allocatable: { cpu: '32', memory: '256Gi', pods: String(pods) },
+          capacity: { cpu: '32', memory: '256Gi', pods: String(pods) },
           nodeInfo: {
             kubeletVersion: 'fake',
             kubeProxyVersion: 'fake',
@@ -414,6 +435,17 @@ function controllerManagerArgs(kubeconfigPath: string, pki: Pki): string[] {
     `--service-cluster-ip-range=${SERVICE_CIDR}`,
     '--controllers=*',
     '--v=0',
+  ];
+}
+
+function qpsArgs(qps: number): string[] {
+  return [`--kube-api-qps=${qps}`, `--kube-api-burst=${2 * qps}`];
+}
+
+function controllerManagerScaleArgs(scale: ScaleOptions): string[] {
+  return [
+    ...(scale.componentQps ? qpsArgs(scale.componentQps) : []),
+    ...(scale.statefulSetWorkers ? [`--concurrent-statefulset-syncs=${scale.statefulSetWorkers}`] : []),
   ];
 }
 

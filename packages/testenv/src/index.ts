@@ -5,8 +5,10 @@ export {
   DEFAULT_START_TIMEOUT_MS,
   KWOK_NODE_ANNOTATION,
   type ControlPlaneOptions,
+  type ScaleOptions,
   type ControlPlaneState,
 } from './control-plane.ts';
 export { ensureBinaries, type Binaries } from './binaries.ts';
 export { repoRoot, defaultClusterDir } from './paths.ts';
 export { eventually } from './wait.ts';
+export { freePorts } from './ports.ts';

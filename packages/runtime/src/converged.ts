@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * Deciding, from the cache alone, that a server-side apply would change
+ * nothing — so a converged child costs no request at all. client-go and
+ * controller-runtime have no such helper (an apply is always sent), and
+ * sending it is what makes a restarted operator rewrite every child it owns.
+ *
+ * Two checks, both needed:
+ *  - every field the apply sets already has that value on the live object
+ *    (drift by someone else is caught, server defaults and other managers'
+ *    fields are ignored);
+ *  - the live object carries the hash of the last applied configuration
+ *    (a field the controller stopped setting is caught: the live object
+ *    still has it, so the first check alone would pass).
+ */
+export const APPLIED_HASH_ANNOTATION = 'regulon.dev/applied-hash';
+
+/**
+ * JSON with object keys sorted (by UTF-16 code unit, as Array.sort does),
+ * no whitespace: the same value always gives the same text, whatever order
+ * its keys were built in. Undefined members are dropped as JSON.stringify does.
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+/** The first 16 hex digits of the SHA-256 of the canonical JSON. */
+export function appliedHash(body: unknown): string {
+  return createHash('sha256').update(canonicalJson(body)).digest('hex').slice(0, 16);
+}
+
+/**
+ * Whether `live` has every value `desired` sets: objects key by key, arrays
+ * element by element with the same length, scalars by strict equality.
+ * Extra fields on `live` (defaults, status, other managers) don't matter.
+ */
+export function isSubset(desired: unknown, live: unknown): boolean {
+  if (desired === undefined) return true;
+  if (desired === null || typeof desired !== 'object') return desired === live;
+  if (Array.isArray(desired)) {
+    return (
+      Array.isArray(live) && live.length === desired.length && desired.every((d, i) => isSubset(d, live[i]))
+    );
+  }
+  if (live === null || typeof live !== 'object' || Array.isArray(live)) return false;
+  const l = live as Record<string, unknown>;
+  return Object.entries(desired as Record<string, unknown>).every(([k, v]) => isSubset(v, l[k]));
+}
+
+interface Annotated {
+  metadata?: { annotations?: Record<string, string> | undefined } | undefined;
+}
+
+/** `body` with its applied-hash annotation set (the hash covers everything but that annotation). */
+export function withAppliedHash<T extends Annotated>(body: T): T {
+  const hash = appliedHash(body);
+  return {
+    ...body,
+    metadata: {
+      ...body.metadata,
+      annotations: { ...body.metadata?.annotations, [APPLIED_HASH_ANNOTATION]: hash },
+    },
+  };
+}
+
+/**
+ * Whether applying `body` (from withAppliedHash) to `live` would change
+ * nothing. apiVersion and kind are not compared: the cache the live object
+ * came from already fixes the type, and list items may omit them.
+ */
+export function isConverged(body: Annotated & { apiVersion?: string; kind?: string }, live: unknown): boolean {
+  const want = body.metadata?.annotations?.[APPLIED_HASH_ANNOTATION];
+  const have = (live as Annotated | undefined)?.metadata?.annotations?.[APPLIED_HASH_ANNOTATION];
+  if (want === undefined || want !== have) return false;
+  const { apiVersion: _v, kind: _k, ...fields } = body;
+  return isSubset(fields, live);
+}

@@ -1,0 +1,107 @@
+// `npm run bench:e2e`: Regulon against controller-runtime and against the
+// floor (a tight client doing the same writes), on the same local control
+// plane build, in one run. Each (subject, limits, N) gets a fresh control plane.
+//
+//   npm run bench:e2e -- [--n 100,1000,5000] [--subjects regulon,controller-runtime,floor]
+//                        [--limits qps50,unlimited] [--concurrency 10] [--idle 60] [--out DIR]
+//
+// Writes DIR/results.json, DIR/results.md and DIR/time-to-ready.png (default tools/bench/results).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { runCell, type CellResult } from './harness/cell.ts';
+import { markdownReport, ratios } from './harness/report.ts';
+import { LIMITS, type SubjectName } from './harness/subjects.ts';
+import { renderTimeToReadyChart } from './chart.ts';
+import { referenceBinary } from './reference.ts';
+
+const root = resolve(import.meta.dirname, '..', '..');
+const { values } = parseArgs({
+  options: {
+    n: { type: 'string', default: '100,1000,5000' },
+    subjects: { type: 'string', default: 'floor,regulon,controller-runtime' },
+    limits: { type: 'string', default: 'qps50,unlimited' },
+    concurrency: { type: 'string', default: '10' },
+    idle: { type: 'string', default: '60' },
+    out: { type: 'string', default: join(root, 'tools', 'bench', 'results') },
+  },
+});
+const list = (s: string) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+const ns = list(values.n).map(Number);
+const subjects = list(values.subjects) as SubjectName[];
+const limits = list(values.limits).map((l) => {
+  const found = LIMITS[l];
+  if (!found) throw new Error(`--limits: unknown "${l}" (known: ${Object.keys(LIMITS).join(', ')})`);
+  return found;
+});
+for (const s of subjects)
+  if (!['regulon', 'controller-runtime', 'floor'].includes(s)) throw new Error(`--subjects: unknown "${s}"`);
+if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--n: positive integers, comma-separated');
+
+const log = (line: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
+const out = resolve(values.out);
+mkdirSync(out, { recursive: true });
+const workDir = join(tmpdir(), `regulon-bench-${process.pid}`);
+const reference = await referenceBinary(log);
+
+const started = new Date().toISOString();
+const results: CellResult[] = [];
+const save = async () => {
+  const doc = {
+    startedAt: started,
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+    },
+    settings: { concurrency: Number(values.concurrency), idleSeconds: Number(values.idle), limits },
+    results,
+    ratios: ratios(results),
+  };
+  writeFileSync(join(out, 'results.json'), `${JSON.stringify(doc, null, 2)}\n`);
+  writeFileSync(join(out, 'results.md'), markdownReport(results));
+  const points = results.map((r) => ({
+    series:
+      r.subject === 'floor'
+        ? 'floor'
+        : `${r.subject === 'regulon' ? 'Regulon' : 'controller-runtime'} (${r.limits})`,
+    n: r.n,
+    seconds: r.timeToAllReadyS,
+  }));
+  if (points.length)
+    writeFileSync(
+      join(out, 'time-to-ready.png'),
+      await renderTimeToReadyChart(points, { title: 'Time until every Database is Ready' }),
+    );
+};
+
+for (const n of ns) {
+  for (const subject of subjects) {
+    // The floor has no client limits to vary: it is unlimited by definition.
+    for (const l of subject === 'floor' ? [LIMITS['unlimited']!] : limits) {
+      log(`N=${n}: ${subject} (${l.name})`);
+      results.push(
+        await runCell({
+          subject,
+          limits: l,
+          n,
+          concurrency: Number(values.concurrency),
+          idleMs: Number(values.idle) * 1000,
+          root,
+          workDir,
+          referenceBinary: reference,
+          log,
+        }),
+      );
+      await save();
+    }
+  }
+}
+process.stdout.write(markdownReport(results));
+log(`results in ${out}`);

@@ -1,0 +1,309 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { KubeClient, Kinds } from '@regulon/client';
+import { SharedInformerFactory } from '@regulon/cache';
+import { Database, type DatabaseObject } from '@regulon/database-controller';
+import { ControlPlane, eventually, freePorts } from '@regulon/testenv';
+import { clientRequests, countRequests, subtract, sumOf, type RequestCounts } from './api-requests.ts';
+import { processStats } from './process-stats.ts';
+import { parsePrometheusText, type Sample } from './prom-text.ts';
+import { startFloor, startManager, type Limits, type Subject, type SubjectName } from './subjects.ts';
+
+const exec = promisify(execFile);
+const NAMESPACE = 'bench';
+const CONTROLLER = 'database';
+/** Creates in flight at once: enough to keep the API server busy, as `kubectl apply` of many files would. */
+const CREATE_CONCURRENCY = 32;
+/** The floor's writers: as many as keep the API server saturated; it has no queue to protect. */
+const FLOOR_WORKERS = 64;
+
+export interface CellConfig {
+  subject: SubjectName;
+  limits: Limits;
+  n: number;
+  concurrency: number;
+  idleMs: number;
+  root: string;
+  workDir: string;
+  referenceBinary: string;
+  log: (line: string) => void;
+}
+
+export interface CellResult {
+  subject: SubjectName;
+  limits: string;
+  n: number;
+  timeToAllReadyS: number;
+  latencyP50S: number;
+  latencyP99S: number;
+  reconcilesPerS: number | null;
+  /** Attributed from apiserver_request_total, over start → all Ready. */
+  requests: RequestCounts & { readsPerDatabase: number; writesPerDatabase: number };
+  /** The subject's own rest_client_requests_total over the same span (null for the floor). */
+  clientRequests: RequestCounts | null;
+  cpuSeconds: number;
+  peakRssMiB: number;
+  peakHeapMiB: number | null;
+  /** Writes from start to the end of the idle period, counted by the API server and by the subject. */
+  writesCheck: { server: number; client: number } | null;
+  idle: {
+    seconds: number;
+    writes: number;
+    clientWrites: number | null;
+    detail: Record<string, number>;
+  } | null;
+  restart: {
+    cacheSyncedS: number;
+    reverifiedS: number;
+    reconciles: number;
+    writes: number;
+    reads: number;
+    detail: Record<string, number>;
+  } | null;
+}
+
+function databaseFor(name: string): DatabaseObject {
+  return {
+    apiVersion: Database.apiVersion,
+    kind: Database.kind,
+    metadata: { name, namespace: NAMESPACE },
+    // The work is the controller's, not KWOK's: one replica, no backup Jobs.
+    spec: {
+      engine: 'postgres',
+      version: '16.6',
+      replicas: 1,
+      storage: { size: '1Gi' },
+      backup: { enabled: false },
+    },
+  } as DatabaseObject;
+}
+
+const isReady = (db: DatabaseObject) =>
+  (db.status?.observedGeneration ?? -1) === db.metadata.generation &&
+  db.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+async function apiserverSamples(client: KubeClient): Promise<Sample[]> {
+  return parsePrometheusText(
+    await client.request<string>({ method: 'GET', path: '/metrics', accept: 'text/plain' }),
+  );
+}
+
+const heapOf = (subject: SubjectName, s: Sample[]) =>
+  subject === 'regulon' ? sumOf(s, 'nodejs_heap_size_used_bytes') : sumOf(s, 'go_memstats_heap_alloc_bytes');
+
+/** Runs one (subject, limits, N) measurement on a control plane of its own, so no run inherits another's load. */
+export async function runCell(c: CellConfig): Promise<CellResult> {
+  const dir = join(c.workDir, `${c.subject}-${c.limits.name.replace(/\W+/g, '')}-${c.n}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const cp = await ControlPlane.start({
+    dir: join(dir, 'control-plane'),
+    scale: { podsPerNode: Math.max(110, Math.ceil(c.n / 2)), componentQps: 2000, statefulSetWorkers: 50 },
+  });
+  const abort = new AbortController();
+  const subjects: Subject[] = [];
+  try {
+    await exec(cp.state.kubectl, [
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      'apply',
+      '--server-side',
+      '-f',
+      join(c.root, 'deploy', 'crds', 'databases.regulon.dev.yaml'),
+    ]);
+    await exec(cp.state.kubectl, [
+      '--kubeconfig',
+      cp.kubeconfigPath,
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd/databases.regulon.dev',
+    ]);
+    const client = KubeClient.load({ kubeconfigPath: cp.kubeconfigPath, qps: Infinity });
+    await client.resource(Kinds.Namespace).create({ metadata: { name: NAMESPACE } });
+
+    // The harness's own view: when each Database was created and first seen Ready.
+    const factory = new SharedInformerFactory(client);
+    const informer = factory.informerFor<DatabaseObject>(Database.type, { namespace: NAMESPACE });
+    const createdAt = new Map<string, number>();
+    const readyAt = new Map<string, number>();
+    const seen = (db: DatabaseObject) => {
+      if (!readyAt.has(db.metadata.name!) && isReady(db)) readyAt.set(db.metadata.name!, performance.now());
+    };
+    informer.addEventHandler({ onAdd: seen, onUpdate: (_, db) => seen(db) });
+    factory.start(abort.signal);
+    await factory.waitForSync(abort.signal, 60_000);
+
+    const [metricsPort, healthPort] = (await freePorts(2)) as [number, number];
+    const options = {
+      kubeconfig: cp.kubeconfigPath,
+      limits: c.limits,
+      concurrency: c.concurrency,
+      metricsPort,
+      healthPort,
+      logFile: join(dir, `${c.subject}.log`),
+      referenceBinary: c.referenceBinary,
+      root: c.root,
+    };
+    const launch = async (): Promise<Subject> => {
+      const s =
+        c.subject === 'floor'
+          ? await startFloor({ ...options, concurrency: FLOOR_WORKERS, namespace: NAMESPACE, count: c.n })
+          : startManager(c.subject, options);
+      subjects.push(s);
+      return s;
+    };
+
+    const apiBefore = countRequests(await apiserverSamples(client));
+    let subject = await launch();
+    await subject.waitReady();
+    const clientBefore = await subject.metrics();
+    c.log(`${c.subject} (${c.limits.name}) ready; creating ${c.n} Databases`);
+
+    // Sample the subject's heap while it works: each runtime reports its own.
+    let peakHeap = 0;
+    const sampler = setInterval(() => {
+      if (c.subject === 'floor' || !subject.running) return;
+      subject.metrics().then(
+        (s) => (peakHeap = Math.max(peakHeap, heapOf(c.subject, s))),
+        () => {},
+      );
+    }, 1000);
+
+    const t0 = performance.now();
+    let next = 0;
+    const creator = async () => {
+      for (let i = next++; i < c.n; i = next++) {
+        const name = `db-${String(i).padStart(5, '0')}`;
+        await client.resource(Database.type).create(databaseFor(name));
+        createdAt.set(name, performance.now());
+      }
+    };
+    await Promise.all(Array.from({ length: CREATE_CONCURRENCY }, creator));
+    const createdIn = performance.now() - t0;
+    c.log(`  created in ${(createdIn / 1000).toFixed(1)} s; waiting for Ready`);
+    let lastReport = performance.now();
+    await eventually(
+      `all ${c.n} Databases Ready`,
+      () => {
+        if (!subject.running && c.subject !== 'floor') throw new Error(`${c.subject} exited`);
+        if (performance.now() - lastReport > 15_000) {
+          lastReport = performance.now();
+          c.log(`  ${readyAt.size}/${c.n} Ready after ${((lastReport - t0) / 1000).toFixed(0)} s`);
+        }
+        return readyAt.size >= c.n;
+      },
+      90 * 60_000,
+      20,
+    );
+    const tAll = Math.max(...readyAt.values());
+    clearInterval(sampler);
+    const apiAfter = countRequests(await apiserverSamples(client));
+    const stats = processStats(subject.pid);
+    const clientAfter = await subject.metrics();
+    const latencies = [...readyAt.entries()]
+      .map(([name, t]) => (t - createdAt.get(name)!) / 1000)
+      .sort((a, b) => a - b);
+    const requests = subtract(apiAfter, apiBefore);
+    const reconciles =
+      c.subject === 'floor'
+        ? null
+        : sumOf(clientAfter, 'controller_runtime_reconcile_total', { controller: CONTROLLER }) -
+          sumOf(clientBefore, 'controller_runtime_reconcile_total', { controller: CONTROLLER });
+    const result: CellResult = {
+      subject: c.subject,
+      limits: c.limits.name,
+      n: c.n,
+      timeToAllReadyS: (tAll - t0) / 1000,
+      latencyP50S: percentile(latencies, 50),
+      latencyP99S: percentile(latencies, 99),
+      reconcilesPerS: reconciles === null ? null : reconciles / ((tAll - t0) / 1000),
+      requests: {
+        ...requests,
+        readsPerDatabase: requests.reads / c.n,
+        writesPerDatabase: requests.writes / c.n,
+      },
+      clientRequests:
+        c.subject === 'floor' ? null : subtract(clientRequests(clientAfter), clientRequests(clientBefore)),
+      cpuSeconds: stats.cpuSeconds,
+      peakRssMiB: stats.peakRssBytes / 2 ** 20,
+      peakHeapMiB:
+        c.subject === 'floor' ? null : Math.max(peakHeap, heapOf(c.subject, clientAfter)) / 2 ** 20,
+      idle: null,
+      writesCheck: null,
+      restart: null,
+    };
+    c.log(`  all Ready in ${result.timeToAllReadyS.toFixed(1)} s`);
+    if (c.subject === 'floor') return result;
+
+    // Idle: nothing changes, so nothing should be written.
+    const idleApi = countRequests(await apiserverSamples(client));
+    const idleClient = clientRequests(await subject.metrics());
+    await new Promise((r) => setTimeout(r, c.idleMs));
+    const idleEndApi = countRequests(await apiserverSamples(client));
+    const idleEndClient = clientRequests(await subject.metrics());
+    const idleDelta = subtract(idleEndApi, idleApi);
+    result.idle = {
+      seconds: c.idleMs / 1000,
+      writes: idleDelta.writes,
+      clientWrites: idleEndClient.writes - idleClient.writes,
+      detail: idleDelta.detail,
+    };
+    // Nothing is in flight now: the server's and the subject's counts since the start must agree.
+    result.writesCheck = {
+      server: subtract(idleEndApi, apiBefore).writes,
+      client: idleEndClient.writes - clientRequests(clientBefore).writes,
+    };
+    c.log(`  idle ${c.idleMs / 1000} s: ${idleDelta.writes} writes`);
+
+    // Restart: a new process must re-verify every object, and write nothing for converged ones.
+    const code = await subject.stop();
+    if (code !== 0) c.log(`  ${c.subject} exited with ${code} on SIGTERM`);
+    const restartApi = countRequests(await apiserverSamples(client));
+    subject = await launch();
+    const cacheSynced = await subject.waitReady();
+    const reverified = await eventually(
+      `${c.subject} to re-verify all ${c.n} Databases`,
+      async () => {
+        const s = await subject.metrics();
+        const done =
+          sumOf(s, 'controller_runtime_reconcile_total', { controller: CONTROLLER }) >= c.n &&
+          sumOf(s, 'workqueue_depth', { name: CONTROLLER }) === 0 &&
+          sumOf(s, 'controller_runtime_active_workers', { controller: CONTROLLER }) === 0;
+        return done
+          ? {
+              at: performance.now(),
+              reconciles: sumOf(s, 'controller_runtime_reconcile_total', { controller: CONTROLLER }),
+            }
+          : false;
+      },
+      30 * 60_000,
+      50,
+    );
+    const restartDelta = subtract(countRequests(await apiserverSamples(client)), restartApi);
+    result.restart = {
+      cacheSyncedS: cacheSynced / 1000,
+      reverifiedS: (reverified.at - subject.startedAt) / 1000,
+      reconciles: reverified.reconciles,
+      writes: restartDelta.writes,
+      reads: restartDelta.reads,
+      detail: restartDelta.detail,
+    };
+    c.log(
+      `  restart: re-verified ${c.n} in ${result.restart.reverifiedS.toFixed(1)} s, ${restartDelta.writes} writes`,
+    );
+    return result;
+  } finally {
+    abort.abort();
+    for (const s of subjects) await s.stop(5_000);
+    await cp.stop();
+    rmSync(join(dir, 'control-plane'), { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,372 @@
+package main
+
+// The physical lower bound of the benchmark: with no informers and no logic,
+// a tight concurrent client performs the same writes per Database as the
+// controller does. The harness creates the Databases, as it does for the
+// managers; one raw watch on Databases hands each new one to a worker that
+// writes its credentials, applies every child and the first status; one raw
+// watch on Pods labels each primary, one raw watch on StatefulSets writes the
+// Ready status once its StatefulSet has rolled out. Nothing is cached, nothing
+// is re-read, nothing is queued or retried.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+)
+
+var (
+	databasesGVR = schema.GroupVersionResource{Group: group, Version: version, Resource: "databases"}
+	secretsGVR   = corev1.SchemeGroupVersion.WithResource("secrets")
+	podsGVR      = corev1.SchemeGroupVersion.WithResource("pods")
+	childGVRs    = map[childKind]schema.GroupVersionResource{
+		kindServiceAccount: corev1.SchemeGroupVersion.WithResource("serviceaccounts"),
+		kindConfigMap:      corev1.SchemeGroupVersion.WithResource("configmaps"),
+		kindService:        corev1.SchemeGroupVersion.WithResource("services"),
+		kindStatefulSet:    appsv1.SchemeGroupVersion.WithResource("statefulsets"),
+		kindPDB:            {Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
+		kindCronJob:        {Group: "batch", Version: "v1", Resource: "cronjobs"},
+	}
+)
+
+// floorItem is one Database of the run.
+type floorItem struct {
+	name string
+
+	mu         sync.Mutex
+	started    bool                // its writes have begun
+	db         *database           // as created, with the first status once it is written
+	firstDone  bool                // the first status is written
+	finalDone  bool                // the Ready status is written (or being written)
+	pendingSts *appsv1.StatefulSet // rolled out before the first status was written
+}
+
+type floor struct {
+	ns          string
+	dyn         dynamic.Interface
+	meta        metadata.Interface
+	kube        kubernetes.Interface
+	items       map[string]*floorItem
+	writes      atomic.Int64
+	ready       atomic.Int64
+	allReady    chan struct{}
+	readyOnce   sync.Once
+	errs        chan error
+	concurrency chan struct{} // bounds the writes started from the watches
+	labelled    sync.Map      // Pods labelled (or being labelled) with their role
+}
+
+func floorCommand(args []string) error {
+	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig")
+	namespace := fs.String("namespace", "default", "namespace to create the Databases in")
+	count := fs.Int("count", 1, "how many Databases")
+	prefix := fs.String("prefix", "db", "the Databases to expect are <prefix>-<5-digit index>")
+	concurrency := fs.Int("concurrency", 64, "concurrent workers")
+	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := restConfig(*kubeconfig, 0, 0) // unlimited: the floor is the API server's pace, not the client's
+	if err != nil {
+		return err
+	}
+	f := &floor{
+		ns:          *namespace,
+		items:       map[string]*floorItem{},
+		allReady:    make(chan struct{}),
+		errs:        make(chan error, 1),
+		concurrency: make(chan struct{}, max(*concurrency, 1)),
+	}
+	if f.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if f.meta, err = metadata.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if f.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	names := make([]string, *count)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%05d", *prefix, i)
+		f.items[names[i]] = &floorItem{name: names[i]}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	start := time.Now()
+	if *count == 0 {
+		close(f.allReady)
+	}
+	var opened sync.WaitGroup
+	opened.Add(3)
+	go f.watchLoop(ctx, "pods", f.watchPods, f.onPod, opened.Done)
+	go f.watchLoop(ctx, "statefulsets", f.watchStatefulSets, f.onStatefulSet, opened.Done)
+	go f.watchLoop(ctx, "databases", f.watchDatabases, f.onDatabase, opened.Done)
+	opened.Wait()
+	// The harness starts creating once it reads this line.
+	fmt.Println("watching")
+
+	select {
+	case <-f.allReady:
+	case err := <-f.errs:
+		cancel()
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("timed out: %d of %d Databases Ready", f.ready.Load(), *count)
+	}
+	elapsed := time.Since(start)
+	out, _ := json.Marshal(struct {
+		Created   int   `json:"created"`
+		Writes    int64 `json:"writes"`
+		ElapsedMs int64 `json:"elapsedMs"`
+	}{*count, f.writes.Load(), elapsed.Milliseconds()})
+	fmt.Println(string(out))
+	// Stay until told to stop, so the harness reads this process's CPU time
+	// and peak memory from /proc the same way it does for the managers.
+	stop, unstop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer unstop()
+	<-stop.Done()
+	return nil
+}
+
+func (f *floor) fail(err error) {
+	select {
+	case f.errs <- err:
+	default:
+	}
+}
+
+var applyOptions = metav1.ApplyOptions{FieldManager: fieldOwner, Force: true}
+
+// onDatabase starts the writes for a Database seen for the first time.
+func (f *floor) onDatabase(ctx context.Context, obj metav1.Object) {
+	u, ok := obj.(*unstructured.Unstructured)
+	item := f.items[obj.GetName()]
+	if !ok || item == nil {
+		return
+	}
+	item.mu.Lock()
+	seen := item.started
+	item.started = true
+	item.mu.Unlock()
+	if seen {
+		return
+	}
+	f.spawn(func() error { return f.create(ctx, item.name, u.Object) })
+}
+
+// create: the Database's credentials, every child, the first status.
+func (f *floor) create(ctx context.Context, name string, created map[string]any) error {
+	db, err := parseDatabase(created)
+	if err != nil {
+		return err
+	}
+	if !db.referencesSecret() {
+		secret := &unstructured.Unstructured{Object: db.credentialsSecret(generatePassword())}
+		_, err := f.dyn.Resource(secretsGVR).Namespace(f.ns).Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldOwner})
+		f.writes.Add(1)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	for _, child := range db.desiredChildren("") {
+		if child.body == nil {
+			continue
+		}
+		_, err := f.dyn.Resource(childGVRs[child.kind]).Namespace(f.ns).Apply(ctx, child.name, &unstructured.Unstructured{Object: child.body}, applyOptions)
+		f.writes.Add(1)
+		if err != nil {
+			return fmt.Errorf("apply %s %s: %w", child.kind.kind, child.name, err)
+		}
+	}
+	status := db.computeStatus(observed{credentialsSecret: db.names().credentials}, time.Now())
+	if err := f.applyStatus(ctx, db, status); err != nil {
+		return err
+	}
+
+	item := f.items[name]
+	item.mu.Lock()
+	db.status = status // the previous status of the next one: transition times carry over
+	item.db = db
+	item.firstDone = true
+	sts := item.pendingSts
+	item.pendingSts = nil
+	item.mu.Unlock()
+	if sts != nil {
+		return f.finalStatus(ctx, item, sts)
+	}
+	return nil
+}
+
+func (f *floor) applyStatus(ctx context.Context, db *database, status map[string]any) error {
+	body := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": databaseGVK.GroupVersion().String(),
+		"kind":       kindDB,
+		"metadata":   map[string]any{"name": db.name, "namespace": f.ns},
+		"status":     status,
+	}}
+	_, err := f.dyn.Resource(databasesGVR).Namespace(f.ns).ApplyStatus(ctx, db.name, body, applyOptions)
+	f.writes.Add(1)
+	return err
+}
+
+// finalStatus writes the status computed with the StatefulSet observed, once it says Ready.
+func (f *floor) finalStatus(ctx context.Context, item *floorItem, sts *appsv1.StatefulSet) error {
+	item.mu.Lock()
+	if item.finalDone {
+		item.mu.Unlock()
+		return nil
+	}
+	if !item.firstDone {
+		item.pendingSts = sts
+		item.mu.Unlock()
+		return nil
+	}
+	db := item.db
+	status := db.computeStatus(observed{statefulSet: sts, credentialsSecret: db.names().credentials}, time.Now())
+	if status["phase"] != "Ready" {
+		item.mu.Unlock()
+		return nil
+	}
+	item.finalDone = true
+	item.mu.Unlock()
+	if err := f.applyStatus(ctx, db, status); err != nil {
+		return err
+	}
+	if f.ready.Add(1) == int64(len(f.items)) {
+		f.readyOnce.Do(func() { close(f.allReady) })
+	}
+	return nil
+}
+
+const managedBySelector = "app.kubernetes.io/managed-by=regulon"
+
+func (f *floor) watchPods(ctx context.Context, rv string) (watch.Interface, error) {
+	return f.meta.Resource(podsGVR).Namespace(f.ns).Watch(ctx, metav1.ListOptions{
+		LabelSelector: managedBySelector, ResourceVersion: rv, AllowWatchBookmarks: true,
+	})
+}
+
+func (f *floor) watchDatabases(ctx context.Context, rv string) (watch.Interface, error) {
+	return f.dyn.Resource(databasesGVR).Namespace(f.ns).Watch(ctx, metav1.ListOptions{
+		ResourceVersion: rv, AllowWatchBookmarks: true,
+	})
+}
+
+func (f *floor) watchStatefulSets(ctx context.Context, rv string) (watch.Interface, error) {
+	return f.kube.AppsV1().StatefulSets(f.ns).Watch(ctx, metav1.ListOptions{
+		LabelSelector: managedBySelector, ResourceVersion: rv, AllowWatchBookmarks: true,
+	})
+}
+
+// onPod labels a Pod of one of our Databases with its role, once: ordinal 0
+// is the primary, as the controller labels it (any other ordinal a replica).
+func (f *floor) onPod(ctx context.Context, obj metav1.Object) {
+	labels := obj.GetLabels()
+	index, ok := labels[podIndexLabel]
+	if !ok || f.items[labels["app.kubernetes.io/instance"]] == nil {
+		return
+	}
+	role := "replica"
+	if index == "0" {
+		role = "primary"
+	}
+	if labels[roleLabel] == role {
+		return
+	}
+	if _, loaded := f.labelled.LoadOrStore(obj.GetName(), true); loaded {
+		return
+	}
+	f.spawn(func() error {
+		_, err := f.meta.Resource(podsGVR).Namespace(f.ns).Patch(ctx, obj.GetName(), types.MergePatchType, rolePatch(role), metav1.PatchOptions{})
+		f.writes.Add(1)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+}
+
+func (f *floor) onStatefulSet(ctx context.Context, obj metav1.Object) {
+	sts, ok := obj.(*appsv1.StatefulSet)
+	if !ok {
+		return
+	}
+	item := f.items[sts.Name]
+	if item == nil {
+		return
+	}
+	f.spawn(func() error { return f.finalStatus(ctx, item, sts) })
+}
+
+// spawn runs a write started by a watch event without holding up the watch.
+func (f *floor) spawn(fn func() error) {
+	f.concurrency <- struct{}{}
+	go func() {
+		defer func() { <-f.concurrency }()
+		if err := fn(); err != nil && !errors.Is(err, context.Canceled) {
+			f.fail(err)
+		}
+	}()
+}
+
+// watchLoop runs one plain watch, restarting it from the last resource
+// version it saw when the server ends it (or from now when that has expired).
+func (f *floor) watchLoop(ctx context.Context, what string,
+	start func(context.Context, string) (watch.Interface, error),
+	handle func(context.Context, metav1.Object),
+	opened func(),
+) {
+	rv := ""
+	var once sync.Once
+	for ctx.Err() == nil {
+		w, err := start(ctx, rv)
+		if err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintf(os.Stderr, "watch %s: %v\n", what, err)
+				time.Sleep(time.Second)
+			}
+			continue
+		}
+		once.Do(opened)
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				if apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) || apierrors.IsGone(apierrors.FromObject(ev.Object)) {
+					rv = ""
+				}
+				break
+			}
+			obj, ok := ev.Object.(metav1.Object)
+			if !ok {
+				continue
+			}
+			rv = obj.GetResourceVersion()
+			if ev.Type == watch.Added || ev.Type == watch.Modified {
+				handle(ctx, obj)
+			}
+		}
+		w.Stop()
+	}
+}

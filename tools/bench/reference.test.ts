@@ -1,0 +1,367 @@
+// The Go reference operator renders exactly what the TypeScript controller
+// renders: the same apply bodies (applied-hash included), the same generated
+// credentials, the same status — so the benchmark compares the same work.
+// Every case goes through render.ts and through `reference-go render`, and
+// the two outputs must be deep-equal.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { before, describe, it } from 'node:test';
+import { render, type RenderCase } from './render.ts';
+import { referenceBinary } from './reference.ts';
+
+const NOW = '2025-03-04T05:06:07.891Z';
+const EARLIER = '2025-03-01T00:00:00Z';
+
+const OWNER = { apiVersion: 'regulon.dev/v1alpha1', kind: 'Database' };
+
+function database(name: string, spec: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const { metadata, ...rest } = extra as { metadata?: Record<string, unknown> };
+  return {
+    ...OWNER,
+    metadata: { name, namespace: 'team-a', uid: `uid-${name}`, generation: 1, ...metadata },
+    spec: { engine: 'postgres', version: '16.8', replicas: 1, storage: { size: '1Gi' }, ...spec },
+    ...rest,
+  };
+}
+
+/** A StatefulSet as the API server reports it, owned by `db`. */
+function statefulSet(
+  db: ReturnType<typeof database>,
+  status: Record<string, unknown>,
+  opts: { image?: string; size?: string; generation?: number } = {},
+) {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: { name: db.metadata.name, namespace: db.metadata.namespace, generation: opts.generation ?? 1 },
+    spec: {
+      replicas: db.spec['replicas'],
+      template: {
+        spec: {
+          containers: [
+            {
+              name: db.spec['engine'],
+              image: opts.image ?? `${String(db.spec['engine'])}:${String(db.spec['version'])}`,
+            },
+          ],
+        },
+      },
+      volumeClaimTemplates: [
+        { metadata: { name: 'data' }, spec: { resources: { requests: { storage: opts.size ?? '1Gi' } } } },
+      ],
+    },
+    status,
+  };
+}
+
+const rolledOut = (n: number, generation = 1) => ({
+  observedGeneration: generation,
+  replicas: n,
+  readyReplicas: n,
+  updatedReplicas: n,
+  availableReplicas: n,
+  currentRevision: 'rev-1',
+  updateRevision: 'rev-1',
+});
+
+function job(name: string, status: Record<string, unknown>) {
+  return { apiVersion: 'batch/v1', kind: 'Job', metadata: { name, namespace: 'team-a' }, status };
+}
+
+const condition = (type: string, status: string, reason: string, at = EARLIER, generation = 1) => ({
+  type,
+  status,
+  reason,
+  message: `was ${reason}`,
+  lastTransitionTime: at,
+  observedGeneration: generation,
+});
+
+const resources = {
+  requests: { cpu: '250m', memory: '256Mi' },
+  limits: { cpu: 2, memory: '1Gi', 'ephemeral-storage': 0.5 },
+};
+
+const dbRolling = database('orders', {
+  replicas: 3,
+  backup: { enabled: true, schedule: '30 2 * * 1-5', historyLimit: 5 },
+  resources,
+  parameters: { max_connections: '200', search_path: `"$user", public`, log_line_prefix: `it's '%m'` },
+  storage: { size: '10Gi', storageClassName: 'fast-ssd' },
+  pvcRetentionPolicy: 'Delete',
+});
+const dbReady = database('inventory', {
+  engine: 'mysql',
+  version: '8.4.4',
+  replicas: 3,
+  backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 3 },
+  credentials: { secretName: 'inventory-admin' },
+  parameters: { sql_mode: `'STRICT_ALL_TABLES'`, 'max-connections': '300', innodb_buffer_pool_size: '1G' },
+});
+const dbUpgrade = database(
+  'billing',
+  { version: '16.8', allowMajorVersionUpgrade: false },
+  {
+    metadata: { generation: 4 },
+  },
+);
+
+const CASES: Array<{ name: string; input: unknown }> = [
+  {
+    name: 'postgres, 1 replica, backups by default, nothing observed yet',
+    input: { database: database('app', {}), password: 'c2VjcmV0LXBhc3N3b3Jk_-x', now: NOW },
+  },
+  {
+    name: 'mysql, 1 replica, backups off, no generation, password needing escapes',
+    input: {
+      database: (() => {
+        const db = database('shop', {
+          engine: 'mysql',
+          version: '8.0.41',
+          backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 3 },
+        });
+        delete (db.metadata as { generation?: number }).generation;
+        return db;
+      })(),
+      password: `a/b+c=d&e f?g#h%i'j(k)l*m!n~o`,
+      now: '2025-12-31T23:59:59.999Z',
+    },
+  },
+  {
+    name: 'postgres, 3 replicas, resources, quoted parameters, storage class, retention Delete, rolling out',
+    input: {
+      database: {
+        ...dbRolling,
+        status: {
+          observedGeneration: 1,
+          conditions: [
+            condition('Degraded', 'False', 'AsExpected'),
+            condition('Ready', 'Unknown', 'StatefulSetMissing'),
+            condition('Progressing', 'Unknown', 'Creating'),
+            condition('BackupSucceeded', 'Unknown', 'NoBackupYet'),
+          ],
+        },
+      },
+      password: 'pw',
+      statefulSet: statefulSet(
+        dbRolling,
+        {
+          observedGeneration: 1,
+          replicas: 3,
+          readyReplicas: 1,
+          updatedReplicas: 2,
+          currentRevision: 'rev-1',
+          updateRevision: 'rev-2',
+        },
+        { size: '10Gi' },
+      ),
+      backupJobs: [
+        job('orders-backup-1', { succeeded: 1, completionTime: '2025-03-02T03:00:41Z' }),
+        job('orders-backup-2', {
+          failed: 3,
+          conditions: [{ type: 'Failed', status: 'True', lastTransitionTime: '2025-03-03T03:01:00Z' }],
+        }),
+        job('orders-backup-3', { active: 1 }),
+      ],
+      now: NOW,
+    },
+  },
+  {
+    name: 'mysql, 3 replicas, referenced credentials, rolled out: Ready, transition times kept where unchanged',
+    input: {
+      database: {
+        ...dbReady,
+        status: {
+          observedGeneration: 1,
+          phase: 'Provisioning',
+          conditions: [
+            condition('Degraded', 'False', 'AsExpected'),
+            condition('Ready', 'False', 'ReplicasNotReady'),
+            condition('Progressing', 'True', 'RollingOut'),
+            condition('BackupSucceeded', 'Unknown', 'BackupsDisabled'),
+            condition('example.com/Custom', 'True', 'SomeoneElse'),
+          ],
+        },
+      },
+      password: 'unused',
+      statefulSet: statefulSet(dbReady, rolledOut(3)),
+      now: NOW,
+    },
+  },
+  {
+    name: 'postgres rolled out on the previous version: Upgrading, Updating',
+    input: {
+      database: {
+        ...dbUpgrade,
+        status: {
+          currentVersion: '16.6',
+          lastBackup: '2025-02-01T03:00:00Z',
+          conditions: [condition('Ready', 'True', 'AllReplicasReady', EARLIER, 3)],
+        },
+      },
+      password: 'x',
+      statefulSet: statefulSet(dbUpgrade, rolledOut(1, 4), { image: 'postgres:16.6', generation: 4 }),
+      now: NOW,
+    },
+  },
+  {
+    name: 'scaling from 1 to 3, storage grown past the created claim, quantities as numbers',
+    input: {
+      database: database('scaled', {
+        replicas: 3,
+        storage: { size: 21474836480 },
+        resources: { requests: { cpu: 1.5, memory: 1073741824 } },
+        backup: { enabled: true, schedule: '@daily', historyLimit: 1 },
+      }),
+      password: 'y',
+      statefulSet: statefulSet(database('scaled', { replicas: 3 }), rolledOut(1), { size: '5Gi' }),
+      backupJobs: [
+        job('scaled-backup-a', { succeeded: 1, completionTime: '2025-03-03T03:00:05.750Z' }),
+        job('scaled-backup-b', { succeeded: 1, completionTime: '2025-03-01T03:00:00Z' }),
+      ],
+      now: NOW,
+    },
+  },
+  {
+    name: 'a failed backup after a successful one, and a lastBackup carried from the successful one',
+    input: {
+      database: database('reports', { parameters: { work_mem: '64MB', a_1: 'x', a1: 'y', A: 'z' } }),
+      password: 'z',
+      statefulSet: statefulSet(database('reports', {}), { ...rolledOut(1), readyReplicas: 0 }),
+      backupJobs: [
+        job('reports-backup-old', { succeeded: 1, completionTime: '2025-03-01T03:00:00Z' }),
+        job('reports-backup-new', {
+          conditions: [
+            { type: 'Complete', status: 'False' },
+            { type: 'Failed', status: 'True', lastTransitionTime: '2025-03-02T03:00:00Z' },
+          ],
+        }),
+      ],
+      now: NOW,
+    },
+  },
+  {
+    name: 'not rolled out yet but Ready before: status changes, times move only where status changes',
+    input: {
+      database: {
+        ...database('ledger', { replicas: 3 }, { metadata: { generation: 2 } }),
+        status: {
+          observedGeneration: 1,
+          currentVersion: '16.8',
+          phase: 'Ready',
+          lastBackup: '2025-02-28T03:00:00Z',
+          conditions: [
+            condition('Degraded', 'False', 'AsExpected'),
+            condition('Ready', 'True', 'AllReplicasReady'),
+            condition('Progressing', 'False', 'Stable'),
+            condition('BackupSucceeded', 'True', 'BackupCompleted'),
+          ],
+        },
+      },
+      password: 'q',
+      statefulSet: statefulSet(database('ledger', { replicas: 3 }), rolledOut(3, 1), { generation: 2 }),
+      now: NOW,
+    },
+  },
+  {
+    name: 'a backup section without schedule or history limit',
+    input: {
+      database: database('sparse', { backup: { enabled: true } }),
+      password: 'r',
+      now: NOW,
+    },
+  },
+];
+
+/** Renders every case with one `reference-go render` run (the input is an array). */
+async function renderGo(binary: string, inputs: unknown[]): Promise<unknown[]> {
+  const child = spawn(binary, ['render'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (d: Buffer) => out.push(d));
+  child.stderr.on('data', (d: Buffer) => err.push(d));
+  const done = new Promise<number | null>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+  child.stdin.end(JSON.stringify(inputs));
+  const code = await done;
+  if (code !== 0) throw new Error(`reference-go render exited ${code}: ${Buffer.concat(err).toString()}`);
+  return JSON.parse(Buffer.concat(out).toString('utf8')) as unknown[];
+}
+
+/** Every path where the two JSON values differ, one per line. */
+function differences(go: unknown, ts: unknown, path = '$'): string[] {
+  if (go === ts) return [];
+  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+  if (Array.isArray(go) && Array.isArray(ts)) {
+    const lines: string[] = [];
+    if (go.length !== ts.length) lines.push(`${path}: go has ${go.length} items, ts has ${ts.length}`);
+    for (let i = 0; i < Math.min(go.length, ts.length); i++)
+      lines.push(...differences(go[i], ts[i], `${path}[${i}]`));
+    return lines;
+  }
+  if (isObj(go) && isObj(ts) && !Array.isArray(go) && !Array.isArray(ts)) {
+    const keys = [...new Set([...Object.keys(go), ...Object.keys(ts)])].sort();
+    return keys.flatMap((k) => {
+      const p = `${path}.${k}`;
+      if (!(k in go)) return [`${p}: missing in go (ts: ${JSON.stringify(ts[k])})`];
+      if (!(k in ts)) return [`${p}: only in go (${JSON.stringify(go[k])})`];
+      return differences(go[k], ts[k], p);
+    });
+  }
+  return [`${path}: go ${JSON.stringify(go)} != ts ${JSON.stringify(ts)}`];
+}
+
+describe('reference-go render matches render.ts', () => {
+  let outputs: unknown[] = [];
+
+  before(async () => {
+    const binary = await referenceBinary((s) => process.stderr.write(`[reference-go] ${s}\n`));
+    outputs = await renderGo(
+      binary,
+      CASES.map((c) => c.input),
+    );
+  });
+
+  for (const [i, c] of CASES.entries()) {
+    it(c.name, () => {
+      const ts = JSON.parse(JSON.stringify(render(c.input as RenderCase))) as unknown;
+      const go = outputs[i];
+      const diff = differences(go, ts);
+      assert.deepStrictEqual(go, ts, `reference-go differs from render.ts:\n  ${diff.join('\n  ')}`);
+    });
+  }
+
+  it('renders a single case (not an array) the same way', async () => {
+    const binary = await referenceBinary();
+    const [first] = await renderGo(binary, [CASES[0]!.input]);
+    const single = await new Promise<unknown>((resolve, reject) => {
+      const child = spawn(binary, ['render']);
+      const out: Buffer[] = [];
+      child.stdout.on('data', (d: Buffer) => out.push(d));
+      child.on('error', reject);
+      child.on('close', (code) =>
+        code === 0
+          ? resolve(JSON.parse(Buffer.concat(out).toString('utf8')))
+          : reject(new Error(`exit ${code}`)),
+      );
+      child.stdin.end(JSON.stringify(CASES[0]!.input));
+    });
+    assert.deepStrictEqual(single, first);
+  });
+
+  it('the cases cover what the status depends on', () => {
+    const phases = new Set(outputs.map((o) => (o as { status: { phase: string } }).status.phase));
+    for (const p of ['Pending', 'Provisioning', 'Ready', 'Updating'])
+      assert.ok(phases.has(p), `a case ends in ${p}`);
+    const kinds = outputs.flatMap((o) =>
+      (o as { children: Array<{ kind: string; delete?: true }> }).children.map(
+        (c) => `${c.kind}${c.delete ? '-' : '+'}`,
+      ),
+    );
+    for (const k of ['PodDisruptionBudget+', 'PodDisruptionBudget-', 'CronJob+', 'CronJob-']) {
+      assert.ok(kinds.includes(k), `a case ${k.endsWith('+') ? 'applies' : 'deletes'} a ${k.slice(0, -1)}`);
+    }
+  });
+});
