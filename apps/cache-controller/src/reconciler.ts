@@ -15,6 +15,7 @@ import {
   type Reconciler,
   type Request,
   type Result,
+  WrittenStatus,
 } from '@regulon/runtime';
 import { Cache, type CacheObject } from './api.ts';
 import {
@@ -52,6 +53,7 @@ const FULL = new Set<ResourceType>([
 export class CacheReconciler implements Reconciler {
   readonly #mgr: Manager;
   readonly #events: EventRecorder;
+  readonly #written = new WrittenStatus<NonNullable<CacheObject['status']>>();
 
   constructor(mgr: Manager, events: EventRecorder) {
     this.#mgr = mgr;
@@ -63,8 +65,10 @@ export class CacheReconciler implements Reconciler {
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | void> {
-    const cache = this.#mgr.informerFor<CacheObject>(Cache.type).get(req.name, req.namespace);
-    if (!cache || cache.metadata.deletionTimestamp) return; // garbage collection removes the children
+    const cached = this.#mgr.informerFor<CacheObject>(Cache.type).get(req.name, req.namespace);
+    if (!cached || cached.metadata.deletionTimestamp) return; // garbage collection removes the children
+    // The status this controller last wrote, even if the cache hasn't caught up with it yet.
+    const cache = this.#written.current(cached);
     const ns = req.namespace!;
     const owner = cache as Owner & CacheObject;
     const names = childNames(cache);
@@ -147,6 +151,7 @@ export class CacheReconciler implements Reconciler {
     const wrote = await applyStatusIfChanged(this.#mgr.client, Cache.type, cache, status, {
       fieldManager: FIELD_MANAGER,
       signal: ctx.signal,
+      written: this.#written,
     });
     if (wrote) ctx.log.debug({ phase: status.phase }, 'status updated');
     // A missing referenced Secret heals when it appears (the Secret watch wakes us); nothing else to poll.

@@ -454,7 +454,10 @@ describe('Database controller', () => {
     const reg = new Registry();
     const second = managerIn(reg);
     try {
-      const sum = async (metric: string, keep: (labels: Record<string, string | number>) => boolean) =>
+      const sum = async (
+        metric: string,
+        keep: (labels: Partial<Record<string, string | number>>) => boolean,
+      ) =>
         (await reg.getSingleMetric(metric)!.get()).values
           .filter((v) => keep(v.labels))
           .reduce((n, v) => n + v.value, 0);

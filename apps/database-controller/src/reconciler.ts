@@ -16,11 +16,12 @@ import {
   type Reconciler,
   type Request,
   type Result,
+  WrittenStatus,
 } from '@regulon/runtime';
 import { Database, type DatabaseObject } from './api.ts';
 import { desiredChildren, generatedCredentials } from './children.ts';
 import { childNames, MAX_NAME_LENGTH, ROLE_LABEL, selector } from './names.ts';
-import { computeStatus, type Problem } from './status.ts';
+import { computeStatus, type DatabaseStatus, type Problem } from './status.ts';
 
 export const FIELD_MANAGER = 'regulon-database';
 const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';
@@ -29,6 +30,7 @@ const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';
 export class DatabaseReconciler implements Reconciler {
   readonly #mgr: Manager;
   readonly #events: EventRecorder;
+  readonly #written = new WrittenStatus<DatabaseStatus>();
 
   constructor(mgr: Manager, events: EventRecorder) {
     this.#mgr = mgr;
@@ -45,8 +47,10 @@ export class DatabaseReconciler implements Reconciler {
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<Result | void> {
-    const db = this.#mgr.informerFor<DatabaseObject>(Database.type).get(req.name, req.namespace);
-    if (!db || db.metadata.deletionTimestamp) return; // garbage collection removes the children
+    const cached = this.#mgr.informerFor<DatabaseObject>(Database.type).get(req.name, req.namespace);
+    if (!cached || cached.metadata.deletionTimestamp) return; // garbage collection removes the children
+    // The status this controller last wrote, even if the cache hasn't caught up with it yet.
+    const db = this.#written.current(cached);
     const ns = req.namespace!;
     const owner = db as Owner & DatabaseObject;
     const names = childNames(db);
@@ -128,6 +132,7 @@ export class DatabaseReconciler implements Reconciler {
     const wrote = await applyStatusIfChanged(this.#mgr.client, Database.type, db, status, {
       fieldManager: FIELD_MANAGER,
       signal: ctx.signal,
+      written: this.#written,
     });
     if (wrote) ctx.log.debug({ phase: status.phase }, 'status updated');
     // A missing referenced Secret heals when it appears (the Secret watch wakes us); nothing else to poll.
@@ -136,7 +141,9 @@ export class DatabaseReconciler implements Reconciler {
   async #applyChildren(db: DatabaseObject, owner: Owner, ctx: ReconcileContext): Promise<void> {
     const ns = db.metadata.namespace!;
     const client = this.#mgr.client;
-    const liveSts = this.#mgr.informerFor<V1StatefulSet>(Kinds.StatefulSet).get(childNames(db).statefulSet, ns);
+    const liveSts = this.#mgr
+      .informerFor<V1StatefulSet>(Kinds.StatefulSet)
+      .get(childNames(db).statefulSet, ns);
     const createdSize = liveSts?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.['storage'];
     for (const child of desiredChildren(db, createdSize)) {
       const existing = this.#cached(child.type, ns, child.name, false);
@@ -185,9 +192,8 @@ export class DatabaseReconciler implements Reconciler {
     // Volumes start at the template's size: until the spec asks for more, there is nothing to read.
     const created = this.#mgr
       .informerFor<V1StatefulSet>(Kinds.StatefulSet)
-      .get(n.statefulSet, db.metadata.namespace)?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.[
-      'storage'
-    ];
+      .get(n.statefulSet, db.metadata.namespace)?.spec?.volumeClaimTemplates?.[0]?.spec?.resources
+      ?.requests?.['storage'];
     if (!created || quantityValue(want) <= quantityValue(created)) return;
     for (let i = 0; i < db.spec.replicas; i++) {
       const name = `data-${n.statefulSet}-${i}`;

@@ -16,6 +16,7 @@ import {
   type ReconcileContext,
   type Reconciler,
   type Request,
+  WrittenStatus,
 } from '@regulon/runtime';
 import { MyApp, type MyAppObject } from './api.ts';
 import { childNames, desiredDeployment, desiredService, MAX_NAME_LENGTH, type Binding } from './children.ts';
@@ -43,6 +44,7 @@ interface ChildState {
 export class MyAppReconciler implements Reconciler {
   readonly #mgr: Manager;
   readonly #events: EventRecorder;
+  readonly #written = new WrittenStatus<Status>();
 
   constructor(mgr: Manager, events: EventRecorder) {
     this.#mgr = mgr;
@@ -50,8 +52,10 @@ export class MyAppReconciler implements Reconciler {
   }
 
   async reconcile(req: Request, ctx: ReconcileContext): Promise<void> {
-    const app = this.#mgr.informerFor<MyAppObject>(MyApp.type).get(req.name, req.namespace);
-    if (!app || app.metadata.deletionTimestamp) return;
+    const cached = this.#mgr.informerFor<MyAppObject>(MyApp.type).get(req.name, req.namespace);
+    if (!cached || cached.metadata.deletionTimestamp) return;
+    // The status this controller last wrote, even if the cache hasn't caught up with it yet.
+    const app = this.#written.current(cached);
     const owner = app as Owner & MyAppObject;
     const names = childNames(app);
     const problems: Array<{ reason: string; message: string }> = [];
@@ -249,6 +253,7 @@ export class MyAppReconciler implements Reconciler {
     await applyStatusIfChanged(this.#mgr.client, MyApp.type, app, status, {
       fieldManager: FIELD_MANAGER,
       signal: ctx.signal,
+      written: this.#written,
     });
   }
 }

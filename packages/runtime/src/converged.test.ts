@@ -65,7 +65,10 @@ describe('isConverged', () => {
   it('sees a field the controller stopped setting (the live object still has it)', () => {
     const withoutLabels = { metadata: { name: 'c', namespace: 'n' }, data: { k: 'v' } };
     assert.equal(isSubset(withoutLabels, live), true, 'the fields alone cannot tell');
-    assert.equal(isConverged(withAppliedHash({ apiVersion: 'v1', kind: 'ConfigMap', ...withoutLabels }), live), false);
+    assert.equal(
+      isConverged(withAppliedHash({ apiVersion: 'v1', kind: 'ConfigMap', ...withoutLabels }), live),
+      false,
+    );
   });
   it('is false for a live object never applied with a hash, or a metadata-only one', () => {
     assert.equal(isConverged(desired, { ...live, metadata: { ...live.metadata, annotations: {} } }), false);

@@ -23,7 +23,8 @@ export const APPLIED_HASH_ANNOTATION = 'regulon.dev/applied-hash';
  */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
+  if (Array.isArray(value))
+    return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
   const entries = Object.entries(value as Record<string, unknown>)
     .filter(([, v]) => v !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -74,7 +75,10 @@ export function withAppliedHash<T extends Annotated>(body: T): T {
  * nothing. apiVersion and kind are not compared: the cache the live object
  * came from already fixes the type, and list items may omit them.
  */
-export function isConverged(body: Annotated & { apiVersion?: string; kind?: string }, live: unknown): boolean {
+export function isConverged(
+  body: Annotated & { apiVersion?: string; kind?: string },
+  live: unknown,
+): boolean {
   const want = body.metadata?.annotations?.[APPLIED_HASH_ANNOTATION];
   const have = (live as Annotated | undefined)?.metadata?.annotations?.[APPLIED_HASH_ANNOTATION];
   if (want === undefined || want !== have) return false;

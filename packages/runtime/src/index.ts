@@ -30,7 +30,7 @@ export {
   withAppliedHash,
 } from './converged.ts';
 export type { ApplyChildOptions } from './apply.ts';
-export { applyStatusIfChanged } from './status.ts';
+export { applyStatusIfChanged, WrittenStatus, WRITTEN_STATUS_TTL_MS } from './status.ts';
 export {
   controllerReference,
   controllerOf,

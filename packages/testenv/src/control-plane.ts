@@ -147,11 +147,10 @@ export class ControlPlane {
         return res.status === 200;
       });
       const scale = options.scale ?? {};
-      cp.#spawn(
-        'kube-controller-manager',
-        bins.kubeControllerManager,
-        [...controllerManagerArgs(kubeconfigPath, pki), ...controllerManagerScaleArgs(scale)],
-      );
+      cp.#spawn('kube-controller-manager', bins.kubeControllerManager, [
+        ...controllerManagerArgs(kubeconfigPath, pki),
+        ...controllerManagerScaleArgs(scale),
+      ]);
       cp.#spawn('kube-scheduler', bins.kubeScheduler, [
         ...schedulerArgs(kubeconfigPath),
         ...(scale.componentQps ? qpsArgs(scale.componentQps) : []),
