@@ -34,7 +34,7 @@ export async function applyStatusIfChanged<S>(
       ...(opts.signal ? { signal: opts.signal } : {}),
     },
   );
-  opts.written?.remember(updated as KubeObject & { status?: S }, status);
+  opts.written?.remember(updated, status);
   return true;
 }
 
