@@ -6,9 +6,9 @@
 // Sans from the dejavu-fonts-ttf package, never the machine's fonts, so the PNG
 // is the same on a machine without any fonts installed (a fresh CI machine).
 // Without a canvas Vega would guess text widths (0.8 em a character, far too
-// wide); it measures them here with the font's own advance widths instead.
+// wide); it measures them here with fontkit from the font's own metrics instead.
 import { renderAsync } from '@resvg/resvg-js';
-import { readFileSync } from 'node:fs';
+import * as fontkit from 'fontkit';
 import { fileURLToPath } from 'node:url';
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
@@ -35,61 +35,10 @@ const [REGULAR, BOLD] = ['DejaVuSans.ttf', 'DejaVuSans-Bold.ttf'].map((file) =>
 /** FONT_FAMILY regular and bold, the only fonts resvg loads. */
 export const FONT_FILES: readonly string[] = [REGULAR, BOLD];
 
-/** Advance widths from a TrueType font's cmap (format 4: the BMP) and hmtx tables. */
+/** The width of a text in em, from the font's own advance widths (and kerning). */
 function advanceWidths(file: string): (text: string) => number {
-  const buf = readFileSync(file);
-  const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  const tables = new Map<string, number>();
-  for (let i = 0, n = dv.getUint16(4); i < n; i++)
-    tables.set(buf.toString('latin1', 12 + 16 * i, 16 + 16 * i), dv.getUint32(20 + 16 * i));
-  const table = (tag: string): number => {
-    const at = tables.get(tag);
-    if (at === undefined) throw new Error(`${file}: no ${tag} table`);
-    return at;
-  };
-  const unitsPerEm = dv.getUint16(table('head') + 18);
-  const hMetrics = dv.getUint16(table('hhea') + 34);
-  const hmtx = table('hmtx');
-  const cmap = table('cmap');
-  let sub: number | undefined;
-  for (let i = 0, n = dv.getUint16(cmap + 2); i < n && sub === undefined; i++) {
-    const [platform, encoding] = [dv.getUint16(cmap + 4 + 8 * i), dv.getUint16(cmap + 6 + 8 * i)];
-    const at = cmap + dv.getUint32(cmap + 8 + 8 * i);
-    if ((platform === 0 || (platform === 3 && encoding === 1)) && dv.getUint16(at) === 4) sub = at;
-  }
-  if (sub === undefined) throw new Error(`${file}: no Unicode BMP (format 4) cmap`);
-  const segX2 = dv.getUint16(sub + 6);
-  const ends = sub + 14;
-  const starts = ends + segX2 + 2;
-  const deltas = starts + segX2;
-  const rangeOffsets = deltas + segX2;
-  const glyph = (c: number): number => {
-    for (let s = 0; s < segX2 && c <= 0xffff; s += 2) {
-      if (c > dv.getUint16(ends + s)) continue;
-      const start = dv.getUint16(starts + s);
-      if (c < start) return 0;
-      const delta = dv.getUint16(deltas + s);
-      const rangeOffset = dv.getUint16(rangeOffsets + s);
-      if (rangeOffset === 0) return (c + delta) & 0xffff;
-      const g = dv.getUint16(rangeOffsets + s + rangeOffset + 2 * (c - start));
-      return g === 0 ? 0 : (g + delta) & 0xffff;
-    }
-    return 0;
-  };
-  const advance = new Map<number, number>();
-  return (text) => {
-    let units = 0;
-    for (const ch of text) {
-      const c = ch.codePointAt(0)!;
-      let a = advance.get(c);
-      if (a === undefined) {
-        a = dv.getUint16(hmtx + 4 * Math.min(glyph(c), hMetrics - 1));
-        advance.set(c, a);
-      }
-      units += a;
-    }
-    return units / unitsPerEm;
-  };
+  const font = fontkit.openSync(file) as fontkit.Font;
+  return (text) => font.layout(text).advanceWidth / font.unitsPerEm;
 }
 
 interface TextItem {

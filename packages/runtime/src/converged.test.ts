@@ -42,8 +42,20 @@ describe('isSubset', () => {
   });
 });
 
+interface ConfigMapLike {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  data: Record<string, string>;
+}
+
 describe('isConverged', () => {
-  const desired = withAppliedHash({
+  const desired = withAppliedHash<ConfigMapLike>({
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: 'c', namespace: 'n', labels: { a: '1' } },
@@ -56,7 +68,7 @@ describe('isConverged', () => {
   };
 
   it('is true only when the hash matches and every applied field is in place', () => {
-    assert.equal(desired.metadata.annotations[APPLIED_HASH_ANNOTATION].length, 16);
+    assert.equal(desired.metadata.annotations?.[APPLIED_HASH_ANNOTATION]?.length, 16);
     assert.equal(isConverged(desired, live), true);
   });
   it('sees drift made by someone else', () => {
@@ -66,7 +78,10 @@ describe('isConverged', () => {
     const withoutLabels = { metadata: { name: 'c', namespace: 'n' }, data: { k: 'v' } };
     assert.equal(isSubset(withoutLabels, live), true, 'the fields alone cannot tell');
     assert.equal(
-      isConverged(withAppliedHash({ apiVersion: 'v1', kind: 'ConfigMap', ...withoutLabels }), live),
+      isConverged(
+        withAppliedHash<ConfigMapLike>({ apiVersion: 'v1', kind: 'ConfigMap', ...withoutLabels }),
+        live,
+      ),
       false,
     );
   });
