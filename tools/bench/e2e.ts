@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { runCell, type CellResult } from './harness/cell.ts';
+import { runCell, stopEverything, type CellResult } from './harness/cell.ts';
 import { markdownReport, ratios } from './harness/report.ts';
 import { LIMITS, type SubjectName } from './harness/subjects.ts';
 import { renderTimeToReadyChart } from './chart.ts';
@@ -49,8 +49,15 @@ mkdirSync(out, { recursive: true });
 const workDir = join(tmpdir(), `regulon-bench-${process.pid}`);
 const reference = await referenceBinary(log);
 
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    log(`${signal}: stopping the control plane and subject of the current run`);
+    void stopEverything().finally(() => process.exit(130));
+  });
+
 const started = new Date().toISOString();
 const results: CellResult[] = [];
+const failures: Array<{ subject: string; limits: string; n: number; error: string }> = [];
 const save = async () => {
   const doc = {
     startedAt: started,
@@ -62,10 +69,15 @@ const save = async () => {
     },
     settings: { concurrency: Number(values.concurrency), idleSeconds: Number(values.idle), limits },
     results,
+    failures,
     ratios: ratios(results),
   };
   writeFileSync(join(out, 'results.json'), `${JSON.stringify(doc, null, 2)}\n`);
-  writeFileSync(join(out, 'results.md'), markdownReport(results));
+  writeFileSync(
+    join(out, 'results.md'),
+    markdownReport(results) +
+      failures.map((f) => `\nFailed: N=${f.n} ${f.subject} (${f.limits}): ${f.error}\n`).join(''),
+  );
   const points = results.map((r) => ({
     series:
       r.subject === 'floor'
@@ -86,19 +98,25 @@ for (const n of ns) {
     // The floor has no client limits to vary: it is unlimited by definition.
     for (const l of subject === 'floor' ? [LIMITS['unlimited']!] : limits) {
       log(`N=${n}: ${subject} (${l.name})`);
-      results.push(
-        await runCell({
-          subject,
-          limits: l,
-          n,
-          concurrency: Number(values.concurrency),
-          idleMs: Number(values.idle) * 1000,
-          root,
-          workDir,
-          referenceBinary: reference,
-          log,
-        }),
-      );
+      try {
+        results.push(
+          await runCell({
+            subject,
+            limits: l,
+            n,
+            concurrency: Number(values.concurrency),
+            idleMs: Number(values.idle) * 1000,
+            root,
+            workDir,
+            referenceBinary: reference,
+            log,
+          }),
+        );
+      } catch (err) {
+        // One failed run is reported, and the others still run.
+        log(`  FAILED: ${(err as Error).message}`);
+        failures.push({ subject, limits: l.name, n, error: (err as Error).message });
+      }
       await save();
     }
   }

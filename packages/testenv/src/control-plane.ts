@@ -18,7 +18,8 @@ import {
 export const DEFAULT_NODES = 3;
 export const DEFAULT_START_TIMEOUT_MS = 120_000;
 /** A pod CIDR for KWOK's fake pod IPs and a service range; neither is routed anywhere. */
-const SERVICE_CIDR = '10.0.0.0/24';
+// Room for thousands of ClusterIP Services (benchmarks create one per Database).
+const SERVICE_CIDR = '10.0.0.0/16';
 const POD_CIDR = '10.244.0.0/16';
 /** The annotation KWOK's controller selects its fake nodes by. */
 export const KWOK_NODE_ANNOTATION = 'kwok.x-k8s.io/node';

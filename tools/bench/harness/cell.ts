@@ -18,6 +18,8 @@ const CONTROLLER = 'database';
 const CREATE_CONCURRENCY = 32;
 /** The floor's writers: as many as keep the API server saturated; it has no queue to protect. */
 const FLOOR_WORKERS = 64;
+/** A cell fails when no Database has become Ready for this long. */
+const STALL_MS = 5 * 60_000;
 
 export interface CellConfig {
   subject: SubjectName;
@@ -98,6 +100,15 @@ async function apiserverSamples(client: KubeClient): Promise<Sample[]> {
 const heapOf = (subject: SubjectName, s: Sample[]) =>
   subject === 'regulon' ? sumOf(s, 'nodejs_heap_size_used_bytes') : sumOf(s, 'go_memstats_heap_alloc_bytes');
 
+/** What is running now, so that an interrupted benchmark leaves nothing behind. */
+const live = { planes: new Set<ControlPlane>(), subjects: new Set<Subject>() };
+
+/** Stops every subject and control plane a cell has started and not yet stopped. */
+export async function stopEverything(): Promise<void> {
+  for (const s of live.subjects) await s.stop(5_000);
+  for (const cp of live.planes) await cp.stop();
+}
+
 /** Runs one (subject, limits, N) measurement on a control plane of its own, so no run inherits another's load. */
 export async function runCell(c: CellConfig): Promise<CellResult> {
   const dir = join(c.workDir, `${c.subject}-${c.limits.name.replace(/\W+/g, '')}-${c.n}`);
@@ -107,6 +118,7 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
     dir: join(dir, 'control-plane'),
     scale: { podsPerNode: Math.max(110, Math.ceil(c.n / 2)), componentQps: 2000, statefulSetWorkers: 50 },
   });
+  live.planes.add(cp);
   const abort = new AbortController();
   const subjects: Subject[] = [];
   try {
@@ -158,6 +170,7 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
           ? await startFloor({ ...options, concurrency: FLOOR_WORKERS, namespace: NAMESPACE, count: c.n })
           : startManager(c.subject, options);
       subjects.push(s);
+      live.subjects.add(s);
       return s;
     };
 
@@ -190,19 +203,31 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
     const createdIn = performance.now() - t0;
     c.log(`  created in ${(createdIn / 1000).toFixed(1)} s; waiting for Ready`);
     let lastReport = performance.now();
-    await eventually(
+    let progress = { count: 0, at: performance.now() };
+    // A dead or stuck subject ends the cell now rather than at the overall timeout.
+    const outcome = await eventually(
       `all ${c.n} Databases Ready`,
-      () => {
-        if (!subject.running && c.subject !== 'floor') throw new Error(`${c.subject} exited`);
-        if (performance.now() - lastReport > 15_000) {
-          lastReport = performance.now();
-          c.log(`  ${readyAt.size}/${c.n} Ready after ${((lastReport - t0) / 1000).toFixed(0)} s`);
+      (): { failed?: string } | false => {
+        const now = performance.now();
+        if (!subject.running)
+          return {
+            failed: `${c.subject} exited with ${subject.child.exitCode ?? subject.child.signalCode} (see ${options.logFile})`,
+          };
+        if (readyAt.size !== progress.count) progress = { count: readyAt.size, at: now };
+        else if (now - progress.at > STALL_MS)
+          return {
+            failed: `no Database became Ready for ${STALL_MS / 1000} s (${readyAt.size}/${c.n}); see ${options.logFile}`,
+          };
+        if (now - lastReport > 15_000) {
+          lastReport = now;
+          c.log(`  ${readyAt.size}/${c.n} Ready after ${((now - t0) / 1000).toFixed(0)} s`);
         }
-        return readyAt.size >= c.n;
+        return readyAt.size >= c.n ? {} : false;
       },
       90 * 60_000,
       20,
     );
+    if (outcome.failed) throw new Error(outcome.failed);
     const tAll = Math.max(...readyAt.values());
     clearInterval(sampler);
     const apiAfter = countRequests(await apiserverSamples(client));
@@ -302,8 +327,12 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
     return result;
   } finally {
     abort.abort();
-    for (const s of subjects) await s.stop(5_000);
+    for (const s of subjects) {
+      await s.stop(5_000);
+      live.subjects.delete(s);
+    }
     await cp.stop();
+    live.planes.delete(cp);
     rmSync(join(dir, 'control-plane'), { recursive: true, force: true });
   }
 }
