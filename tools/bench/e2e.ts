@@ -3,14 +3,15 @@
 // plane build, in one run. Each (subject, limits, N) gets a fresh control plane.
 //
 //   npm run bench:e2e -- [--n 100,1000,5000] [--subjects regulon,controller-runtime,floor]
-//                        [--limits qps50,unlimited] [--concurrency 10] [--idle 60] [--out DIR]
+//                        [--limits qps50,unlimited] [--concurrency 10] [--idle 60] [--per-namespace 1000]
+//                        [--out DIR] [--append]
 //
 // Writes DIR/results.json, DIR/results.md and DIR/time-to-ready.png (default tools/bench/results).
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { runCell, stopEverything, type CellResult } from './harness/cell.ts';
+import { DEFAULT_DATABASES_PER_NAMESPACE, runCell, stopEverything, type CellResult } from './harness/cell.ts';
 import { markdownReport, ratios } from './harness/report.ts';
 import { LIMITS, type SubjectName } from './harness/subjects.ts';
 import { renderTimeToReadyChart } from './chart.ts';
@@ -24,7 +25,10 @@ const { values } = parseArgs({
     limits: { type: 'string', default: 'qps50,unlimited' },
     concurrency: { type: 'string', default: '10' },
     idle: { type: 'string', default: '60' },
+    'per-namespace': { type: 'string', default: String(DEFAULT_DATABASES_PER_NAMESPACE) },
     out: { type: 'string', default: join(root, 'tools', 'bench', 'results') },
+    // Keep the runs already in DIR/results.json (a run of the same subject, limits and N is replaced).
+    append: { type: 'boolean', default: false },
   },
 });
 const list = (s: string) =>
@@ -43,6 +47,13 @@ for (const s of subjects)
   if (!['regulon', 'controller-runtime', 'floor'].includes(s)) throw new Error(`--subjects: unknown "${s}"`);
 if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--n: positive integers, comma-separated');
 
+interface Failure {
+  subject: string;
+  limits: string;
+  n: number;
+  error: string;
+}
+
 const log = (line: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
 const out = resolve(values.out);
 mkdirSync(out, { recursive: true });
@@ -56,8 +67,20 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
   });
 
 const started = new Date().toISOString();
-const results: CellResult[] = [];
-const failures: Array<{ subject: string; limits: string; n: number; error: string }> = [];
+const previous =
+  values.append && existsSync(join(out, 'results.json'))
+    ? (JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as {
+        results: CellResult[];
+        failures: Failure[];
+      })
+    : { results: [], failures: [] };
+const results: CellResult[] = previous.results;
+const failures: Failure[] = previous.failures;
+const record = <T extends { subject: string; limits: string; n: number }>(list: T[], item: T) => {
+  const at = list.findIndex((r) => r.subject === item.subject && r.limits === item.limits && r.n === item.n);
+  if (at >= 0) list.splice(at, 1);
+  list.push(item);
+};
 const save = async () => {
   const doc = {
     startedAt: started,
@@ -67,7 +90,12 @@ const save = async () => {
       memoryGiB: Math.round(totalmem() / 2 ** 30),
       node: process.version,
     },
-    settings: { concurrency: Number(values.concurrency), idleSeconds: Number(values.idle), limits },
+    settings: {
+      concurrency: Number(values.concurrency),
+      idleSeconds: Number(values.idle),
+      databasesPerNamespace: Number(values['per-namespace']),
+      limits,
+    },
     results,
     failures,
     ratios: ratios(results),
@@ -99,13 +127,15 @@ for (const n of ns) {
     for (const l of subject === 'floor' ? [LIMITS['unlimited']!] : limits) {
       log(`N=${n}: ${subject} (${l.name})`);
       try {
-        results.push(
+        record(
+          results,
           await runCell({
             subject,
             limits: l,
             n,
             concurrency: Number(values.concurrency),
             idleMs: Number(values.idle) * 1000,
+            perNamespace: Number(values['per-namespace']),
             root,
             workDir,
             referenceBinary: reference,
@@ -115,7 +145,7 @@ for (const n of ns) {
       } catch (err) {
         // One failed run is reported, and the others still run.
         log(`  FAILED: ${(err as Error).message}`);
-        failures.push({ subject, limits: l.name, n, error: (err as Error).message });
+        record(failures, { subject, limits: l.name, n, error: (err as Error).message });
       }
       await save();
     }

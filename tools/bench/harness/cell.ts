@@ -12,7 +12,12 @@ import { parsePrometheusText, type Sample } from './prom-text.ts';
 import { startFloor, startManager, type Limits, type Subject, type SubjectName } from './subjects.ts';
 
 const exec = promisify(execFile);
-const NAMESPACE = 'bench';
+/**
+ * Databases per namespace, by default. Many thousands in one namespace would
+ * measure the controller-manager instead: its StatefulSet controller scans the
+ * namespace's Pods and revisions on every sync, which grows with the square of N.
+ */
+export const DEFAULT_DATABASES_PER_NAMESPACE = 1000;
 const CONTROLLER = 'database';
 /** Creates in flight at once: enough to keep the API server busy, as `kubectl apply` of many files would. */
 const CREATE_CONCURRENCY = 32;
@@ -27,6 +32,8 @@ export interface CellConfig {
   n: number;
   concurrency: number;
   idleMs: number;
+  /** Databases per namespace (default DEFAULT_DATABASES_PER_NAMESPACE). */
+  perNamespace?: number;
   root: string;
   workDir: string;
   referenceBinary: string;
@@ -66,11 +73,11 @@ export interface CellResult {
   } | null;
 }
 
-function databaseFor(name: string): DatabaseObject {
+function databaseFor(name: string, namespace: string): DatabaseObject {
   return {
     apiVersion: Database.apiVersion,
     kind: Database.kind,
-    metadata: { name, namespace: NAMESPACE },
+    metadata: { name, namespace },
     // The work is the controller's, not KWOK's: one replica, no backup Jobs.
     spec: {
       engine: 'postgres',
@@ -111,6 +118,8 @@ export async function stopEverything(): Promise<void> {
 
 /** Runs one (subject, limits, N) measurement on a control plane of its own, so no run inherits another's load. */
 export async function runCell(c: CellConfig): Promise<CellResult> {
+  const perNamespace = c.perNamespace ?? DEFAULT_DATABASES_PER_NAMESPACE;
+  const namespaceOf = (i: number) => `bench-${Math.floor(i / perNamespace)}`;
   const dir = join(c.workDir, `${c.subject}-${c.limits.name.replace(/\W+/g, '')}-${c.n}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -139,11 +148,12 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
       'crd/databases.regulon.dev',
     ]);
     const client = KubeClient.load({ kubeconfigPath: cp.kubeconfigPath, qps: Infinity });
-    await client.resource(Kinds.Namespace).create({ metadata: { name: NAMESPACE } });
+    for (let i = 0; i < c.n; i += perNamespace)
+      await client.resource(Kinds.Namespace).create({ metadata: { name: namespaceOf(i) } });
 
     // The harness's own view: when each Database was created and first seen Ready.
     const factory = new SharedInformerFactory(client);
-    const informer = factory.informerFor<DatabaseObject>(Database.type, { namespace: NAMESPACE });
+    const informer = factory.informerFor<DatabaseObject>(Database.type);
     const createdAt = new Map<string, number>();
     const readyAt = new Map<string, number>();
     const seen = (db: DatabaseObject) => {
@@ -167,7 +177,7 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
     const launch = async (): Promise<Subject> => {
       const s =
         c.subject === 'floor'
-          ? await startFloor({ ...options, concurrency: FLOOR_WORKERS, namespace: NAMESPACE, count: c.n })
+          ? await startFloor({ ...options, concurrency: FLOOR_WORKERS, count: c.n })
           : startManager(c.subject, options);
       subjects.push(s);
       live.subjects.add(s);
@@ -195,7 +205,7 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
     const creator = async () => {
       for (let i = next++; i < c.n; i = next++) {
         const name = `db-${String(i).padStart(5, '0')}`;
-        await client.resource(Database.type).create(databaseFor(name));
+        await client.resource(Database.type).create(databaseFor(name, namespaceOf(i)));
         createdAt.set(name, performance.now());
       }
     };

@@ -161,7 +161,7 @@ export function startManager(subject: 'regulon' | 'controller-runtime', o: Subje
  * Resolves once its watches are open (it prints "watching").
  */
 export async function startFloor(
-  o: SubjectOptions & { namespace: string; count: number; concurrency: number },
+  o: SubjectOptions & { count: number; concurrency: number },
 ): Promise<Subject> {
   const s = spawnLogged(
     o.referenceBinary,
@@ -169,8 +169,6 @@ export async function startFloor(
       'floor',
       '--kubeconfig',
       o.kubeconfig,
-      '--namespace',
-      o.namespace,
       '--count',
       String(o.count),
       '--concurrency',

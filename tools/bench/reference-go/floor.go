@@ -79,7 +79,7 @@ type floor struct {
 func floorCommand(args []string) error {
 	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig")
-	namespace := fs.String("namespace", "default", "namespace to create the Databases in")
+	namespace := fs.String("namespace", "", "the namespace of the Databases (default: all namespaces)")
 	count := fs.Int("count", 1, "how many Databases")
 	prefix := fs.String("prefix", "db", "the Databases to expect are <prefix>-<5-digit index>")
 	concurrency := fs.Int("concurrency", 64, "concurrent workers")
@@ -185,7 +185,7 @@ func (f *floor) create(ctx context.Context, name string, created map[string]any)
 	}
 	if !db.referencesSecret() {
 		secret := &unstructured.Unstructured{Object: db.credentialsSecret(generatePassword())}
-		_, err := f.dyn.Resource(secretsGVR).Namespace(f.ns).Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldOwner})
+		_, err := f.dyn.Resource(secretsGVR).Namespace(db.ns()).Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldOwner})
 		f.writes.Add(1)
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
@@ -195,7 +195,7 @@ func (f *floor) create(ctx context.Context, name string, created map[string]any)
 		if child.body == nil {
 			continue
 		}
-		_, err := f.dyn.Resource(childGVRs[child.kind]).Namespace(f.ns).Apply(ctx, child.name, &unstructured.Unstructured{Object: child.body}, applyOptions)
+		_, err := f.dyn.Resource(childGVRs[child.kind]).Namespace(db.ns()).Apply(ctx, child.name, &unstructured.Unstructured{Object: child.body}, applyOptions)
 		f.writes.Add(1)
 		if err != nil {
 			return fmt.Errorf("apply %s %s: %w", child.kind.kind, child.name, err)
@@ -224,10 +224,10 @@ func (f *floor) applyStatus(ctx context.Context, db *database, status map[string
 	body := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": databaseGVK.GroupVersion().String(),
 		"kind":       kindDB,
-		"metadata":   map[string]any{"name": db.name, "namespace": f.ns},
+		"metadata":   map[string]any{"name": db.name, "namespace": db.ns()},
 		"status":     status,
 	}}
-	_, err := f.dyn.Resource(databasesGVR).Namespace(f.ns).ApplyStatus(ctx, db.name, body, applyOptions)
+	_, err := f.dyn.Resource(databasesGVR).Namespace(db.ns()).ApplyStatus(ctx, db.name, body, applyOptions)
 	f.writes.Add(1)
 	return err
 }
@@ -300,7 +300,7 @@ func (f *floor) onPod(ctx context.Context, obj metav1.Object) {
 		return
 	}
 	f.spawn(func() error {
-		_, err := f.meta.Resource(podsGVR).Namespace(f.ns).Patch(ctx, obj.GetName(), types.MergePatchType, rolePatch(role), metav1.PatchOptions{})
+		_, err := f.meta.Resource(podsGVR).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, rolePatch(role), metav1.PatchOptions{})
 		f.writes.Add(1)
 		if apierrors.IsNotFound(err) {
 			return nil
