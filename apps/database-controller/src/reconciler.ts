@@ -160,14 +160,23 @@ export class DatabaseReconciler implements Reconciler {
     }
   }
 
-  /** Ordinal 0 is the primary: the client Service selects role=primary, the read-only one role=replica. */
+  /**
+   * Ordinal 0 is the primary: the client Service selects role=primary, the
+   * read-only one role=replica. Pods are looked up by their StatefulSet names
+   * (`<name>-<ordinal>`), not by scanning the namespace's Pods: a scan made
+   * every reconcile cost grow with the square of the Databases in a namespace.
+   */
   async #labelRoles(db: DatabaseObject, ctx: ReconcileContext): Promise<void> {
     const sel = selector(db);
-    const pods = this.#mgr
-      .informerFor<KubeObject>(Kinds.Pod, { metadataOnly: true })
-      .list(db.metadata.namespace)
-      .filter((p) => Object.entries(sel).every(([k, v]) => p.metadata?.labels?.[k] === v));
-    for (const pod of pods) {
+    const ns = db.metadata.namespace;
+    const stsName = childNames(db).statefulSet;
+    const sts = this.#mgr.informerFor<V1StatefulSet>(Kinds.StatefulSet).get(stsName, ns);
+    const pods = this.#mgr.informerFor<KubeObject>(Kinds.Pod, { metadataOnly: true });
+    // Ordinals above spec.replicas may still run while scaling down.
+    const count = Math.max(db.spec.replicas, sts?.status?.replicas ?? 0);
+    for (let i = 0; i < count; i++) {
+      const pod = pods.get(`${stsName}-${i}`, ns);
+      if (!pod || !Object.entries(sel).every(([k, v]) => pod.metadata?.labels?.[k] === v)) continue;
       const index = pod.metadata?.labels?.[POD_INDEX_LABEL];
       if (index === undefined) continue;
       const role = index === '0' ? 'primary' : 'replica';
@@ -177,7 +186,7 @@ export class DatabaseReconciler implements Reconciler {
         .patch(
           pod.metadata!.name!,
           { metadata: { labels: { [ROLE_LABEL]: role } } },
-          { type: 'merge', namespace: db.metadata.namespace!, signal: ctx.signal },
+          { type: 'merge', namespace: ns!, signal: ctx.signal },
         )
         .catch((err: unknown) => {
           if (!isNotFound(err)) throw err;

@@ -128,6 +128,8 @@ export function startManager(subject: 'regulon' | 'controller-runtime', o: Subje
         ? spawn(
             process.execPath,
             [
+              // e.g. REGULON_BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the manager.
+              ...(process.env['REGULON_BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? []),
               join(o.root, 'apps', 'manager', 'src', 'main.ts'),
               ...common,
               '--database-concurrency',

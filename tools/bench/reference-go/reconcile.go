@@ -107,7 +107,7 @@ func (r *databaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if prob == nil {
 		err := r.applyChildren(ctx, u, db, createdSize, liveSts, haveSts)
 		if err == nil {
-			err = r.labelRoles(ctx, db)
+			err = r.labelRoles(ctx, db, liveSts, haveSts)
 		}
 		if err == nil {
 			err = r.growVolumes(ctx, db, createdSize)
@@ -294,21 +294,34 @@ func childConverged(body map[string]any, live client.Object) (bool, error) {
 }
 
 // labelRoles: ordinal 0 is the primary. The client Service selects
-// role=primary, the read-only one role=replica.
-func (r *databaseReconciler) labelRoles(ctx context.Context, db *database) error {
-	pods := &metav1.PartialObjectMetadataList{}
-	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	sel := client.MatchingLabels{}
-	for k, v := range db.selector() {
-		sel[k] = v.(string)
+// role=primary, the read-only one role=replica. Pods are read by their
+// StatefulSet names (<name>-<ordinal>) rather than by listing the namespace
+// with a selector, whose cost grows with every Pod in the namespace.
+func (r *databaseReconciler) labelRoles(ctx context.Context, db *database, sts *appsv1.StatefulSet, haveSts bool) error {
+	ns := jsString(db.namespace)
+	count := int(db.replicas)
+	// Ordinals above spec.replicas may still run while scaling down.
+	if haveSts && int(sts.Status.Replicas) > count {
+		count = int(sts.Status.Replicas)
 	}
-	if err := r.client.List(ctx, pods, client.InNamespace(jsString(db.namespace)), sel); err != nil {
-		return err
-	}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for i := 0; i < count; i++ {
+		pod := &metav1.PartialObjectMetadata{}
+		pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+		key := types.NamespacedName{Namespace: ns, Name: db.names().statefulSet + "-" + strconv.Itoa(i)}
+		if err := r.client.Get(ctx, key, pod); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		matches := true
+		for k, v := range db.selector() {
+			if pod.Labels[k] != v.(string) {
+				matches = false
+			}
+		}
 		index, ok := pod.Labels[podIndexLabel]
-		if !ok {
+		if !matches || !ok {
 			continue
 		}
 		role := "replica"
@@ -318,7 +331,6 @@ func (r *databaseReconciler) labelRoles(ctx context.Context, db *database) error
 		if current, ok := pod.Labels[roleLabel]; ok && current == role {
 			continue
 		}
-		pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 		patch := rolePatch(role)
 		if err := r.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
 			return err
