@@ -10,6 +10,7 @@ import { Kinds } from '@regulon/client';
 import {
   childNames,
   computeStatus,
+  createdClaimSize,
   desiredChildren,
   generatedCredentials,
   type DatabaseObject,
@@ -35,7 +36,7 @@ export interface Rendered {
 export function render(c: RenderCase): Rendered {
   const db = c.database;
   const owner = db as Owner & DatabaseObject;
-  const createdSize = c.statefulSet?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.['storage'];
+  const createdSize = createdClaimSize(c.statefulSet);
   const children = desiredChildren(db, createdSize).map((child) =>
     child.object
       ? { kind: child.type.kind, name: child.name, apply: childApplyBody(child.type, child.object, owner) }

@@ -274,6 +274,11 @@ export interface DesiredChild {
   object: KubeObject | undefined;
 }
 
+/** The claim size a StatefulSet was created with (its volumeClaimTemplates can't change). */
+export function createdClaimSize(sts: V1StatefulSet | undefined): string | undefined {
+  return sts?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.['storage'];
+}
+
 /**
  * Every child but the credentials Secret (created once, never applied), in
  * the order they are applied: what the StatefulSet's Pods need comes first.

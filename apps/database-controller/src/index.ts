@@ -5,7 +5,7 @@ import { DatabaseReconciler } from './reconciler.ts';
 
 export { Database, DatabaseSpec, DatabaseStatus, GROUP, type DatabaseObject } from './api.ts';
 export { DatabaseReconciler, FIELD_MANAGER } from './reconciler.ts';
-export { desiredChildren, generatedCredentials, type DesiredChild } from './children.ts';
+export { createdClaimSize, desiredChildren, generatedCredentials, type DesiredChild } from './children.ts';
 export { computeStatus, type Observed } from './status.ts';
 export { ENGINE_VERSIONS, RESERVED_PARAMETERS } from './versions.ts';
 export { MAX_NAME_LENGTH, childNames } from './names.ts';

@@ -19,7 +19,7 @@ import {
   WrittenStatus,
 } from '@regulon/runtime';
 import { Database, type DatabaseObject } from './api.ts';
-import { desiredChildren, generatedCredentials } from './children.ts';
+import { createdClaimSize, desiredChildren, generatedCredentials } from './children.ts';
 import { childNames, MAX_NAME_LENGTH, ROLE_LABEL, selector } from './names.ts';
 import { computeStatus, type DatabaseStatus, type Problem } from './status.ts';
 
@@ -91,9 +91,11 @@ export class DatabaseReconciler implements Reconciler {
 
     if (!problem) {
       try {
-        await this.#applyChildren(db, owner, ctx);
-        await this.#labelRoles(db, ctx);
-        await this.#growVolumes(db, ctx);
+        // Read once: the claim size it was created with, and how many Pods it runs.
+        const liveSts = this.#mgr.informerFor<V1StatefulSet>(Kinds.StatefulSet).get(names.statefulSet, ns);
+        await this.#applyChildren(db, owner, createdClaimSize(liveSts), ctx);
+        await this.#labelRoles(db, liveSts, ctx);
+        await this.#growVolumes(db, createdClaimSize(liveSts), ctx);
       } catch (err) {
         if (!(err instanceof AlreadyOwnedError)) throw err;
         problem = { reason: 'ChildConflict', message: `${err.message}; not adopting it` };
@@ -138,13 +140,14 @@ export class DatabaseReconciler implements Reconciler {
     // A missing referenced Secret heals when it appears (the Secret watch wakes us); nothing else to poll.
   }
 
-  async #applyChildren(db: DatabaseObject, owner: Owner, ctx: ReconcileContext): Promise<void> {
+  async #applyChildren(
+    db: DatabaseObject,
+    owner: Owner,
+    createdSize: string | undefined,
+    ctx: ReconcileContext,
+  ): Promise<void> {
     const ns = db.metadata.namespace!;
     const client = this.#mgr.client;
-    const liveSts = this.#mgr
-      .informerFor<V1StatefulSet>(Kinds.StatefulSet)
-      .get(childNames(db).statefulSet, ns);
-    const createdSize = liveSts?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.['storage'];
     for (const child of desiredChildren(db, createdSize)) {
       const existing = this.#cached(child.type, ns, child.name, false);
       if (child.object) {
@@ -166,11 +169,14 @@ export class DatabaseReconciler implements Reconciler {
    * (`<name>-<ordinal>`), not by scanning the namespace's Pods: a scan made
    * every reconcile cost grow with the square of the Databases in a namespace.
    */
-  async #labelRoles(db: DatabaseObject, ctx: ReconcileContext): Promise<void> {
+  async #labelRoles(
+    db: DatabaseObject,
+    sts: V1StatefulSet | undefined,
+    ctx: ReconcileContext,
+  ): Promise<void> {
     const sel = selector(db);
     const ns = db.metadata.namespace;
     const stsName = childNames(db).statefulSet;
-    const sts = this.#mgr.informerFor<V1StatefulSet>(Kinds.StatefulSet).get(stsName, ns);
     const pods = this.#mgr.informerFor<KubeObject>(Kinds.Pod, { metadataOnly: true });
     // Ordinals above spec.replicas may still run while scaling down.
     const count = Math.max(db.spec.replicas, sts?.status?.replicas ?? 0);
@@ -195,14 +201,10 @@ export class DatabaseReconciler implements Reconciler {
   }
 
   /** Storage grows on the PVCs themselves; the StatefulSet template can't change. */
-  async #growVolumes(db: DatabaseObject, ctx: ReconcileContext): Promise<void> {
+  async #growVolumes(db: DatabaseObject, created: string | undefined, ctx: ReconcileContext): Promise<void> {
     const want = String(db.spec.storage.size);
     const n = childNames(db);
     // Volumes start at the template's size: until the spec asks for more, there is nothing to read.
-    const created = this.#mgr
-      .informerFor<V1StatefulSet>(Kinds.StatefulSet)
-      .get(n.statefulSet, db.metadata.namespace)?.spec?.volumeClaimTemplates?.[0]?.spec?.resources
-      ?.requests?.['storage'];
     if (!created || quantityValue(want) <= quantityValue(created)) return;
     for (let i = 0; i < db.spec.replicas; i++) {
       const name = `data-${n.statefulSet}-${i}`;
