@@ -1,5 +1,8 @@
 // Against a real kube-apiserver (with controller-manager) from @regulon/testenv.
 import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1ConfigMap, V1Deployment, V1ReplicaSet, V1Secret } from '@kubernetes/client-node';
 import { start, type TestEnv } from '@regulon/testenv';
@@ -106,8 +109,47 @@ describe('KubeClient against a real API server', () => {
       assert.equal(new URL(loaded.server).origin, new URL(env.server).origin);
       const version = await loaded.request<{ gitVersion: string }>({ method: 'GET', path: '/version' });
       assert.match(version.gitVersion, /^v1\./);
+      // Authenticated as the admin by the -data client certificate.
+      assert.equal((await loaded.resource(Kinds.Namespace).get('default')).metadata?.name, 'default');
     } finally {
       loaded.close();
+    }
+  });
+
+  it('authenticates with certificate files named relative to the kubeconfig', async () => {
+    // The lean loader (not client-node) reads these: kubectl's path rules.
+    const dir = mkdtempSync(join(tmpdir(), 'client-kubeconfig-'));
+    const { server, ca, cert, key } = env.controlPlane.credentials;
+    mkdirSync(join(dir, 'pki'));
+    mkdirSync(join(dir, 'kube'));
+    copyFileSync(ca, join(dir, 'pki', 'ca.crt'));
+    copyFileSync(cert, join(dir, 'pki', 'admin.crt'));
+    copyFileSync(key, join(dir, 'pki', 'admin.key'));
+    writeFileSync(
+      join(dir, 'kube', 'config'),
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'current-context: files',
+        'clusters:',
+        `  - name: local`,
+        `    cluster: { server: "${server}", certificate-authority: ../pki/ca.crt }`,
+        'users:',
+        '  - name: admin',
+        '    user: { client-certificate: ../pki/admin.crt, client-key: ../pki/admin.key }',
+        'contexts:',
+        '  - name: files',
+        '    context: { cluster: local, user: admin }',
+        '',
+      ].join('\n'),
+    );
+    const loaded = KubeClient.load({ kubeconfigPath: join(dir, 'kube', 'config') });
+    try {
+      const ns = await loaded.resource(Kinds.Namespace).get('kube-system');
+      assert.equal(ns.metadata?.name, 'kube-system');
+    } finally {
+      loaded.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -1,4 +1,3 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import { abortReason, systemClock, type Clock } from './clock.ts';
 import {
   CLIENT_VERSION,
@@ -11,8 +10,9 @@ import {
   type LoadOptions,
 } from './config.ts';
 import { Discovery } from './discovery.ts';
-import { ApiError, TimeoutError, errorFromStatus, isStatus, syntheticStatus } from './errors.ts';
+import { ApiError, ConfigError, TimeoutError, errorFromStatus, isStatus, syntheticStatus } from './errors.ts';
 import { apiVersionOf, resourcePath, type ResourceType } from './kinds.ts';
+import type { KubeConfigSource } from './kubeconfig.ts';
 import { requestMetrics, type RequestMetrics } from './metrics.ts';
 import { TokenBucket, unlimited } from './rate-limit.ts';
 import { METADATA_ACCEPT, buildPath, encodeBody, type RequestOptions } from './request.ts';
@@ -48,7 +48,7 @@ export class KubeClient {
   readonly #discovery: Discovery;
 
   /** `transport` is for tests of this package; it replaces the HTTP layer. */
-  constructor(kc: KubeConfig, opts: ClientOptions = {}, transport?: HttpTransport) {
+  constructor(kc: KubeConfigSource, opts: ClientOptions = {}, transport?: HttpTransport) {
     this.#transport = transport ?? new Transport(kc);
     this.server = this.#transport.server.href.replace(/\/$/, '');
     this.#clock = opts.clock ?? systemClock;
@@ -64,7 +64,7 @@ export class KubeClient {
 
   static readonly version = CLIENT_VERSION;
 
-  static fromKubeConfig(kc: KubeConfig, opts: ClientOptions = {}): KubeClient {
+  static fromKubeConfig(kc: KubeConfigSource, opts: ClientOptions = {}): KubeClient {
     return new KubeClient(kc, opts);
   }
 
@@ -77,7 +77,10 @@ export class KubeClient {
     let kc = clientOpts.kubeConfig;
     if (!kc)
       kc = loadKubeConfig({ ...(kubeconfigPath ? { kubeconfigPath } : {}), ...(context ? { context } : {}) });
-    else if (context) kc.setCurrentContext(context);
+    else if (context) {
+      if (!kc.getContextObject(context)) throw new ConfigError(`kubeconfig has no context "${context}"`);
+      kc.setCurrentContext(context);
+    }
     return new KubeClient(kc, clientOpts);
   }
 

@@ -1,14 +1,25 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { Clock } from './clock.ts';
 import { ConfigError } from './errors.ts';
+import {
+  LeanKubeConfig,
+  SERVICE_ACCOUNT_DIR,
+  inClusterModel,
+  kubeconfigEnvPaths,
+  readKubeConfigFiles,
+  type KubeConfigModel,
+  type KubeConfigSource,
+} from './kubeconfig.ts';
 
 export interface ClientOptions {
-  /** Credentials and server; see KubeClient.load for discovery rules. */
-  kubeConfig?: KubeConfig;
+  /**
+   * Credentials and server; see KubeClient.load for discovery rules. Anything
+   * with KubeConfig's shape, e.g. client-node's `KubeConfig`.
+   */
+  kubeConfig?: KubeConfigSource;
   /** Sustained requests per second; default 50. `Infinity` disables the limiter. */
   qps?: number;
   /** Requests allowed at once above the sustained rate; default 100. */
@@ -49,26 +60,33 @@ export function defaultUserAgent(): string {
   return `regulon-client/${CLIENT_VERSION} (${process.platform}/${process.arch}) node/${process.versions.node}`;
 }
 
-const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-
 /**
  * Finds credentials: an explicit path, then KUBECONFIG (a list of files,
- * merged), then ~/.kube/config, then the in-cluster service account. Unlike
- * KubeConfig.loadFromDefault it never falls back to an unauthenticated
- * localhost:8080, which would only hide a missing configuration.
+ * merged by kubectl's rules), then ~/.kube/config, then the in-cluster service
+ * account. Unlike client-node's KubeConfig.loadFromDefault it never falls back
+ * to an unauthenticated localhost:8080, which would only hide a missing
+ * configuration. Reads the files itself (see kubeconfig.ts for why);
+ * `exec` and `auth-provider` users and `proxy-url` clusters are handed to
+ * client-node on the first request.
+ *
+ * `serviceAccountDir` is for tests.
  */
-export function loadKubeConfig(opts: { kubeconfigPath?: string; context?: string } = {}): KubeConfig {
-  const kc = new KubeConfig();
+export function loadKubeConfig(
+  opts: { kubeconfigPath?: string; context?: string } = {},
+  serviceAccountDir: string = SERVICE_ACCOUNT_DIR,
+): KubeConfigSource {
   const env = process.env;
+  const home = join(env.HOME || homedir(), '.kube', 'config');
+  let model: KubeConfigModel;
   try {
     if (opts.kubeconfigPath) {
-      kc.loadFromFile(opts.kubeconfigPath);
+      model = readKubeConfigFiles([opts.kubeconfigPath]);
     } else if (env.KUBECONFIG) {
-      kc.loadFromDefault();
-    } else if (existsSync(join(env.HOME || homedir(), '.kube', 'config'))) {
-      kc.loadFromFile(join(env.HOME || homedir(), '.kube', 'config'));
-    } else if (env.KUBERNETES_SERVICE_HOST && existsSync(SERVICE_ACCOUNT_TOKEN)) {
-      kc.loadFromCluster();
+      model = readKubeConfigFiles(kubeconfigEnvPaths(env.KUBECONFIG), true);
+    } else if (existsSync(home)) {
+      model = readKubeConfigFiles([home]);
+    } else if (env.KUBERNETES_SERVICE_HOST && existsSync(join(serviceAccountDir, 'token'))) {
+      model = inClusterModel(env, serviceAccountDir);
     } else {
       throw new ConfigError(
         'no Kubernetes configuration found: pass kubeconfigPath, set KUBECONFIG, create ~/.kube/config, or run in a cluster',
@@ -76,11 +94,11 @@ export function loadKubeConfig(opts: { kubeconfigPath?: string; context?: string
     }
   } catch (err) {
     if (err instanceof ConfigError) throw err;
-    // Only the first line: YAML parsers append a snippet of the file, which
-    // may be a token or a key. The cause is dropped for the same reason.
+    // Only the first line, and no cause: a parser's message may quote the file.
     const firstLine = (err instanceof Error ? err.message : String(err)).split('\n')[0];
     throw new ConfigError(`could not load kubeconfig: ${firstLine}`);
   }
+  const kc = new LeanKubeConfig(model);
   if (opts.context) {
     if (!kc.getContextObject(opts.context))
       throw new ConfigError(`kubeconfig has no context "${opts.context}"`);

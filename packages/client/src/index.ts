@@ -1,6 +1,7 @@
 export { KubeClient } from './client.ts';
 export type { ClientOptions, LoadOptions } from './config.ts';
 export { DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT_MS, loadKubeConfig } from './config.ts';
+export type { KubeCluster, KubeConfigSource, KubeContext } from './kubeconfig.ts';
 export { Kinds, apiVersionOf, resourcePath, type ResourceType } from './kinds.ts';
 export type {
   KubeObject,

@@ -1,9 +1,9 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { Duplex } from 'node:stream';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { abortReason } from './clock.ts';
 import { ConfigError, TimeoutError } from './errors.ts';
+import type { KubeConfigSource } from './kubeconfig.ts';
 
 export interface TransportRequest {
   method: string;
@@ -52,7 +52,7 @@ const TLS_FIELDS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorize
 
 /**
  * HTTP/1.1 to one API server over a keep-alive agent owned by this client.
- * Authentication comes from KubeConfig.applyToHTTPSOptions on every request,
+ * Authentication comes from applyToHTTPSOptions of the kubeconfig on every request,
  * so rotating bearer tokens (in-cluster token files, exec plugins) are picked
  * up; when the TLS material itself changes the agent is replaced.
  */
@@ -60,7 +60,7 @@ export class Transport implements HttpTransport {
   readonly server: URL;
   /** host:port, the `host` label of metrics. */
   readonly host: string;
-  readonly #kc: KubeConfig;
+  readonly #kc: KubeConfigSource;
   readonly #isHttps: boolean;
   readonly #basePath: string;
   readonly #hasProxy: boolean;
@@ -68,7 +68,7 @@ export class Transport implements HttpTransport {
   #tls: TlsMaterial | undefined;
   readonly #agents = new Set<http.Agent>();
 
-  constructor(kc: KubeConfig) {
+  constructor(kc: KubeConfigSource) {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new ConfigError('kubeconfig has no current cluster');
     let url: URL;

@@ -5,10 +5,19 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1Deployment } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  type V1Deployment,
+} from '@kubernetes/client-node';
 import { eventually, start, type TestEnv } from './index.ts';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ControlPlane } from './control-plane.ts';
+import { shardDigits } from './kwok-stages.ts';
 import { repoRoot } from './paths.ts';
 
 const run = promisify(execFile);
@@ -227,6 +236,81 @@ describe('control plane', () => {
           return true;
         },
       );
+    });
+  });
+});
+
+describe('control plane with volume shards', () => {
+  let cp: ControlPlane;
+  let dir: string;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'regulon-testenv-shards-'));
+    cp = await ControlPlane.start({ dir, nodes: 1, scale: { volumeShards: 4 } });
+  });
+  after(async () => {
+    await cp?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('every claim is provisioned by the KWOK process its UID falls to, and bound', async () => {
+    assert.deepEqual(
+      Object.keys(cp.alive()).filter((n) => n.startsWith('kwok')),
+      ['kwok', 'kwok-volumes-1', 'kwok-volumes-2', 'kwok-volumes-3'],
+    );
+    const kc = new KubeConfig();
+    kc.loadFromFile(cp.kubeconfigPath);
+    const apps = kc.makeApiClient(AppsV1Api);
+    const core = kc.makeApiClient(CoreV1Api);
+    const namespace = 'default';
+    const labels = { app: 'sharded' };
+    const replicas = 12;
+    await apps.createNamespacedStatefulSet({
+      namespace,
+      body: {
+        metadata: { name: 'sharded', namespace },
+        spec: {
+          serviceName: 'sharded',
+          replicas,
+          podManagementPolicy: 'Parallel',
+          selector: { matchLabels: labels },
+          template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'busybox' }] } },
+          volumeClaimTemplates: [
+            {
+              metadata: { name: 'data' },
+              spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+            },
+          ],
+        },
+      },
+    });
+    const claims = await eventually('all claims Bound', async () => {
+      const list = await core.listNamespacedPersistentVolumeClaim({ namespace });
+      const bound = list.items.filter((p) => p.status?.phase === 'Bound');
+      return bound.length === replicas ? bound : undefined;
+    });
+    // Which KWOK process applied each claim's volume, from its own log.
+    const provisionedBy = new Map<string, string>();
+    for (const name of Object.keys(cp.alive()).filter((n) => n.startsWith('kwok'))) {
+      for (const line of readFileSync(join(dir, 'logs', `${name}.log`), 'utf8').split('\n')) {
+        const m = /"msg":"Apply resource".*"resource":"default\/(data-sharded-\d+)"/.exec(line);
+        if (m) provisionedBy.set(m[1]!, name);
+      }
+    }
+    for (const claim of claims) {
+      const digit = claim.metadata!.uid!.at(-1)!;
+      const shard = [0, 1, 2, 3].find((i) => shardDigits(i, 4).includes(digit))!;
+      const expected = shard === 0 ? 'kwok' : `kwok-volumes-${shard}`;
+      assert.equal(
+        provisionedBy.get(claim.metadata!.name!),
+        expected,
+        `${claim.metadata!.name} (UID …${digit})`,
+      );
+      assert.equal(claim.spec?.volumeName, `pvc-${claim.metadata!.uid}`);
+    }
+    await eventually('StatefulSet ready', async () => {
+      const sts = await apps.readNamespacedStatefulSet({ name: 'sharded', namespace });
+      return sts.status?.readyReplicas === replicas ? sts : undefined;
     });
   });
 });

@@ -4,6 +4,7 @@ import { ensureBinaries, type Binaries } from './binaries.ts';
 import { generatePki, type Pki } from './certs.ts';
 import { adminRequest, postJson, type AdminCredentials } from './http.ts';
 import { freePorts } from './ports.ts';
+import { shardVolumeStages } from './kwok-stages.ts';
 import {
   delay,
   isAlive,
@@ -46,6 +47,8 @@ export interface ScaleOptions {
   componentQps?: number;
   /** The controller-manager's StatefulSet workers (default 5). */
   statefulSetWorkers?: number;
+  /** KWOK processes that provision volumes, each for a share of the claims (default 1; see kwok-stages.ts). */
+  volumeShards?: number;
 }
 
 /** Everything needed to find, use, stop or restart a running control plane, from any process. */
@@ -116,7 +119,10 @@ export class ControlPlane {
     const etcdEndpoint = `http://127.0.0.1:${etcdPort}`;
     const kubeconfigPath = join(dir, 'kubeconfig');
     writeFileSync(kubeconfigPath, kubeconfig(server, pki), { mode: 0o600 });
-    writeFileSync(join(dir, 'kwok-config.yaml'), readFileSync(bins.kwokStages));
+    const scale = options.scale ?? {};
+    const stages = shardVolumeStages(readFileSync(bins.kwokStages, 'utf8'), scale.volumeShards ?? 1);
+    writeFileSync(join(dir, 'kwok-config.yaml'), stages.main);
+    stages.volumeOnly.forEach((yaml, i) => writeFileSync(join(dir, `kwok-volumes-${i + 1}.yaml`), yaml));
 
     const cp = new ControlPlane(
       {
@@ -147,7 +153,6 @@ export class ControlPlane {
         const res = await adminRequest(cp.credentials, 'GET', '/readyz');
         return res.status === 200;
       });
-      const scale = options.scale ?? {};
       cp.#spawn('kube-controller-manager', bins.kubeControllerManager, [
         ...controllerManagerArgs(kubeconfigPath, pki),
         ...controllerManagerScaleArgs(scale),
@@ -156,7 +161,12 @@ export class ControlPlane {
         ...schedulerArgs(kubeconfigPath),
         ...(scale.componentQps ? qpsArgs(scale.componentQps) : []),
       ]);
-      cp.#spawn('kwok', bins.kwok, kwokArgs(dir, kubeconfigPath));
+      cp.#spawn('kwok', bins.kwok, kwokArgs(join(dir, 'kwok-config.yaml'), kubeconfigPath, 'fake'));
+      stages.volumeOnly.forEach((_, i) => {
+        // Manages no node (no node carries this annotation value): it only plays the volume Stages.
+        const config = join(dir, `kwok-volumes-${i + 1}.yaml`);
+        cp.#spawn(`kwok-volumes-${i + 1}`, bins.kwok, kwokArgs(config, kubeconfigPath, 'volumes-only'));
+      });
       await cp.#registerNodes(cp.state.nodes, scale.podsPerNode ?? DEFAULT_PODS_PER_NODE);
       await cp.#applyStorageClass(bins);
       await cp.#waitFor('kube-controller-manager (default ServiceAccount)', undefined, deadline, async () => {
@@ -196,7 +206,8 @@ export class ControlPlane {
   async stop(): Promise<void> {
     // Another process may have restarted a component since we started it; the state file has its pid.
     this.#reload();
-    const order = ['kwok', 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'];
+    const kwoks = Object.keys(this.state.components).filter((n) => n.startsWith('kwok'));
+    const order = [...kwoks, 'kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd'];
     for (const name of order) {
       const c = this.state.components[name];
       if (c) await stopComponent(c);
@@ -336,7 +347,17 @@ export class ControlPlane {
     const yaml = readFileSync(bins.kwokStorageClass, 'utf8');
     const name = /name:\s*(\S+)/.exec(yaml)?.[1] ?? 'kwok-volume';
     // Expansion on, so that controllers that grow PVCs can be tested.
-    const body = `${yaml.trimEnd()}\nallowVolumeExpansion: true\n`;
+    // WaitForFirstConsumer, as kind's and most clouds' default classes: with
+    // KWOK's Immediate, every Pod whose claim KWOK has not yet provisioned
+    // fails scheduling and is retried, and at thousands of StatefulSets the
+    // scheduler's FailedScheduling Events saturate the API server (measured:
+    // ~900 Events/s, 2,673 of 5,000 claims still Pending after 4 minutes).
+    const body = `${yaml
+      .trimEnd()
+      .replace(
+        /volumeBindingMode:.*$/m,
+        'volumeBindingMode: WaitForFirstConsumer',
+      )}\nallowVolumeExpansion: true\n`;
     const res = await adminRequest(
       this.credentials,
       'PATCH',
@@ -453,12 +474,12 @@ function schedulerArgs(kubeconfigPath: string): string[] {
   return [`--kubeconfig=${kubeconfigPath}`, '--leader-elect=false', '--secure-port=0', '--v=0'];
 }
 
-function kwokArgs(dir: string, kubeconfigPath: string): string[] {
+function kwokArgs(config: string, kubeconfigPath: string, nodeAnnotation: string): string[] {
   return [
     `--kubeconfig=${kubeconfigPath}`,
-    `--config=${join(dir, 'kwok-config.yaml')}`,
+    `--config=${config}`,
     '--manage-all-nodes=false',
-    `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
+    `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=${nodeAnnotation}`,
     '--node-lease-duration-seconds=40',
     `--cidr=${POD_CIDR}`,
     '--node-ip=10.244.0.1',

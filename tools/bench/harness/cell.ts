@@ -125,7 +125,13 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
   mkdirSync(dir, { recursive: true });
   const cp = await ControlPlane.start({
     dir: join(dir, 'control-plane'),
-    scale: { podsPerNode: Math.max(110, Math.ceil(c.n / 2)), componentQps: 2000, statefulSetWorkers: 50 },
+    scale: {
+      podsPerNode: Math.max(110, Math.ceil(c.n / 2)),
+      componentQps: 2000,
+      statefulSetWorkers: 50,
+      // One KWOK worker binds about a claim a second under this load; see testenv's kwok-stages.ts.
+      volumeShards: Math.min(8, Math.ceil(c.n / 625)),
+    },
   });
   live.planes.add(cp);
   const abort = new AbortController();
