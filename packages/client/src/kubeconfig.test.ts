@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeEach, describe, it } from 'node:test';
 import { ConfigError } from './errors.ts';
-import { LeanKubeConfig, readKubeConfigFiles } from './kubeconfig.ts';
+import { CREDENTIAL_FILE_REFRESH_MS, LeanKubeConfig, readKubeConfigFiles } from './kubeconfig.ts';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
@@ -99,13 +99,38 @@ describe('LeanKubeConfig', () => {
     assert.equal(opts.auth, undefined);
   });
 
-  it('re-reads tokenFile before every request, and it wins over token', async () => {
+  it('re-reads tokenFile and certificates once a minute, and the token file wins over token', async () => {
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, 'first\n');
-    const kc = load(config({}, { token: 'inline', tokenFile: 'token' }));
-    assert.equal((await apply(kc)).headers.Authorization, 'Bearer first');
+    writeFileSync(join(dir, 'client.crt'), 'CERT-1');
+    let now = 1_000_000;
+    writeFileSync(
+      join(dir, 'config'),
+      config({}, { token: 'inline', tokenFile: 'token', 'client-certificate': 'client.crt' }),
+    );
+    const kc = new LeanKubeConfig(readKubeConfigFiles([join(dir, 'config')]), () => now);
+    const first = await apply(kc);
+    assert.equal(first.headers.Authorization, 'Bearer first');
+    assert.equal(text(first.cert), 'CERT-1');
+
     writeFileSync(tokenFile, 'second');
-    assert.equal((await apply(kc)).headers.Authorization, 'Bearer second');
+    writeFileSync(join(dir, 'client.crt'), 'CERT-2');
+    now += CREDENTIAL_FILE_REFRESH_MS - 1;
+    const cached = await apply(kc);
+    assert.equal(cached.headers.Authorization, 'Bearer first', 'read again before a minute passed');
+    assert.equal(cached.cert, first.cert, 'the same Buffer, so the transport keeps its agent');
+
+    now += 1;
+    const rotated = await apply(kc);
+    assert.equal(rotated.headers.Authorization, 'Bearer second');
+    assert.equal(text(rotated.cert), 'CERT-2');
+  });
+
+  it('does not remember a failed read: the next request reads the file again', async () => {
+    const kc = load(config({}, { tokenFile: 'later' }));
+    await assert.rejects(apply(kc), /cannot read tokenFile .*later: ENOENT/);
+    writeFileSync(join(dir, 'later'), 'now-there');
+    assert.equal((await apply(kc)).headers.Authorization, 'Bearer now-there');
   });
 
   it('uses basic auth for username and password', async () => {
