@@ -143,9 +143,9 @@ export function inClusterModel(env: NodeJS.ProcessEnv, dir = SERVICE_ACCOUNT_DIR
 /**
  * How long a certificate, key or token file read from disk is used before it
  * is read again: client-go's cached token file source uses the same minute.
- * Reading them before every request instead cost four thread-pool round trips
- * (open, stat, read, close), each waiting for a turn of a busy event loop, on
- * every request: at 5,000 Databases that latency was measurable.
+ * Reading them before every request instead costs, per file and request,
+ * four thread-pool round trips (open, stat, read, close), each waiting for a
+ * turn of the event loop, which is busiest exactly when requests are many.
  */
 export const CREDENTIAL_FILE_REFRESH_MS = 60_000;
 
