@@ -162,7 +162,7 @@ describe('loadKubeConfig', () => {
       const { loadKubeConfig } = await import(${JSON.stringify(new URL('./index.ts', import.meta.url).href)});
       const kc = loadKubeConfig({ kubeconfigPath: process.argv[1] });
       await kc.applyToHTTPSOptions({ headers: {} });
-      console.log(loaded);
+      process.stdout.write(String(loaded)); // not console.log: FORCE_COLOR (set in CI) would colour a number
     `;
     const path = join(dir, 'plain');
     writeFileSync(path, kubeconfig('https://plain.example:6443'));
