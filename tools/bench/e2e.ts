@@ -4,8 +4,10 @@
 //
 //   npm run bench:e2e -- [--n 100,1000,5000] [--subjects regulon,controller-runtime,floor]
 //                        [--limits qps50,unlimited] [--concurrency 10] [--idle 60] [--per-namespace 1000]
-//                        [--out DIR] [--append]
+//                        [--out DIR] [--append] [--apiserver-profile SECONDS]
 //
+// --apiserver-profile takes a CPU profile of the API server for SECONDS once the
+// creates are done, into the run's work directory (`go tool pprof -top FILE`).
 // Writes DIR/results.json, DIR/results.md and DIR/time-to-ready.png (default tools/bench/results).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, tmpdir } from 'node:os';
@@ -29,6 +31,7 @@ const { values } = parseArgs({
     out: { type: 'string', default: join(root, 'tools', 'bench', 'results') },
     // Keep the runs already in DIR/results.json (a run of the same subject, limits and N is replaced).
     append: { type: 'boolean', default: false },
+    'apiserver-profile': { type: 'string', default: '0' },
   },
 });
 const list = (s: string) =>
@@ -136,6 +139,7 @@ for (const n of ns) {
             concurrency: Number(values.concurrency),
             idleMs: Number(values.idle) * 1000,
             perNamespace: Number(values['per-namespace']),
+            apiServerProfileS: Number(values['apiserver-profile']),
             root,
             workDir,
             referenceBinary: reference,

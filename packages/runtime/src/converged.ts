@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Deciding, from the cache alone, that a server-side apply would change
@@ -20,20 +20,33 @@ export const APPLIED_HASH_ANNOTATION = 'regulon.dev/applied-hash';
  * JSON with object keys sorted (by UTF-16 code unit, as Array.sort does),
  * no whitespace: the same value always gives the same text, whatever order
  * its keys were built in. Undefined members are dropped as JSON.stringify does.
+ * Every reconcile hashes every child it applies, so this is written as one
+ * pass of string appends: no entry arrays, no comparator calls.
  */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value))
-    return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) {
+      const v: unknown = value[i];
+      out += (i === 0 ? '' : ',') + (v === undefined ? 'null' : canonicalJson(v));
+    }
+    return `${out}]`;
+  }
+  const object = value as Record<string, unknown>;
+  let out = '{';
+  for (const key of Object.keys(object).sort()) {
+    const v = object[key];
+    if (v === undefined) continue;
+    out += `${out.length === 1 ? '' : ','}${JSON.stringify(key)}:${canonicalJson(v)}`;
+  }
+  return `${out}}`;
 }
 
 /** The first 16 hex digits of the SHA-256 of the canonical JSON. */
 export function appliedHash(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body)).digest('hex').slice(0, 16);
+  // crypto.hash: the one-shot form, without a Hash object per call.
+  return hash('sha256', canonicalJson(body), 'hex').slice(0, 16);
 }
 
 /**

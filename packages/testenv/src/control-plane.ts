@@ -49,6 +49,11 @@ export interface ScaleOptions {
   statefulSetWorkers?: number;
   /** KWOK processes that provision volumes, each for a share of the claims (default 1; see kwok-stages.ts). */
   volumeShards?: number;
+  /**
+   * Serve the API server's /debug/pprof to admins, to find out where a load
+   * test spends the server's CPU. Off by default, as in a hardened cluster.
+   */
+  apiServerProfiling?: boolean;
 }
 
 /** Everything needed to find, use, stop or restart a running control plane, from any process. */
@@ -147,7 +152,7 @@ export class ControlPlane {
       const apiserver = cp.#spawn(
         'kube-apiserver',
         bins.kubeApiserver,
-        apiserverArgs(dir, pki, apiPort, etcdEndpoint),
+        apiserverArgs(dir, pki, apiPort, etcdEndpoint, scale.apiServerProfiling ?? false),
       );
       await cp.#waitFor('kube-apiserver', apiserver, deadline, async () => {
         const res = await adminRequest(cp.credentials, 'GET', '/readyz');
@@ -416,7 +421,7 @@ function etcdArgs(dir: string, port: number, peerPort: number): string[] {
   ];
 }
 
-function apiserverArgs(dir: string, pki: Pki, port: number, etcd: string): string[] {
+function apiserverArgs(dir: string, pki: Pki, port: number, etcd: string, profiling: boolean): string[] {
   return [
     `--etcd-servers=${etcd}`,
     '--bind-address=127.0.0.1',
@@ -437,7 +442,7 @@ function apiserverArgs(dir: string, pki: Pki, port: number, etcd: string): strin
     // PodTemplates have no watch cache, so a watch resuming from a compacted
     // resourceVersion reaches etcd and gets a real 410 Gone (cache tests use it).
     '--watch-cache-sizes=podtemplates#0',
-    '--profiling=false',
+    `--profiling=${profiling}`,
     '--v=0',
   ];
 }

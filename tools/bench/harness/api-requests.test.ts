@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { classify, countRequests, subtract } from './api-requests.ts';
+import {
+  classify,
+  clientWriteTime,
+  countRequests,
+  meanMs,
+  serverWriteTime,
+  serverWriteTimes,
+  subtract,
+  subtractTimed,
+} from './api-requests.ts';
 import { parsePrometheusText } from './prom-text.ts';
 
 const line = (verb: string, resource: string, subresource: string, n: number) =>
@@ -47,5 +56,33 @@ describe('countRequests', () => {
       writes: 7,
       detail: { 'APPLY services': 3, 'APPLY databases/status': 4, 'LIST databases': 1 },
     });
+  });
+});
+
+describe('write times', () => {
+  it("averages the server's attributed writes and the client's non-GET requests over a span", () => {
+    const server = (sum: number, count: number) => [
+      `apiserver_request_duration_seconds_sum{resource="statefulsets",subresource="",verb="APPLY"} ${sum}`,
+      `apiserver_request_duration_seconds_count{resource="statefulsets",subresource="",verb="APPLY"} ${count}`,
+      // Another component's write: not the subject's.
+      `apiserver_request_duration_seconds_sum{resource="statefulsets",subresource="status",verb="PUT"} 100`,
+      `apiserver_request_duration_seconds_count{resource="statefulsets",subresource="status",verb="PUT"} 1`,
+      `apiserver_request_duration_seconds_bucket{le="0.1",resource="statefulsets",subresource="",verb="APPLY"} ${count}`,
+    ];
+    const client = (sum: number, count: number) => [
+      `rest_client_request_duration_seconds_sum{host="h",verb="PATCH"} ${sum}`,
+      `rest_client_request_duration_seconds_count{host="h",verb="PATCH"} ${count}`,
+      `rest_client_request_duration_seconds_sum{host="h",verb="GET"} 50`,
+      `rest_client_request_duration_seconds_count{host="h",verb="GET"} 2`,
+    ];
+    const before = parsePrometheusText([...server(1, 10), ...client(2, 10)].join('\n'));
+    const after = parsePrometheusText([...server(3, 30), ...client(6, 30)].join('\n'));
+    const s = subtractTimed(serverWriteTime(after), serverWriteTime(before));
+    const c = subtractTimed(clientWriteTime(after), clientWriteTime(before));
+    assert.deepEqual(s, { count: 20, seconds: 2 });
+    assert.deepEqual(Object.keys(serverWriteTimes(after)), ['APPLY statefulsets']);
+    assert.equal(meanMs(s), 100);
+    assert.equal(meanMs(c), 200);
+    assert.ok(Number.isNaN(meanMs({ count: 0, seconds: 0 })));
   });
 });

@@ -43,6 +43,9 @@ export function classify(labels: Record<string, string>): Kind | undefined {
   return undefined;
 }
 
+const requestKey = (labels: Record<string, string>) =>
+  `${labels['verb']} ${labels['resource']}${labels['subresource'] ? `/${labels['subresource']}` : ''}`;
+
 export interface RequestCounts {
   reads: number;
   writes: number;
@@ -56,7 +59,7 @@ export function countRequests(samples: readonly Sample[]): RequestCounts {
     if (s.name !== 'apiserver_request_total') continue;
     const kind = classify(s.labels);
     if (!kind) continue;
-    const key = `${s.labels['verb']} ${s.labels['resource']}${s.labels['subresource'] ? `/${s.labels['subresource']}` : ''}`;
+    const key = requestKey(s.labels);
     out.detail[key] = (out.detail[key] ?? 0) + s.value;
     if (kind === 'read') out.reads += s.value;
     else out.writes += s.value;
@@ -87,3 +90,64 @@ export function clientRequests(samples: readonly Sample[]): RequestCounts {
 }
 
 export { sumOf };
+
+/** A duration histogram's total, for a mean over a span: subtract two scrapes, then divide. */
+export interface Timed {
+  count: number;
+  seconds: number;
+}
+
+export const subtractTimed = (after: Timed, before: Timed): Timed => ({
+  count: after.count - before.count,
+  seconds: after.seconds - before.seconds,
+});
+
+export const meanMs = (t: Timed): number => (t.count > 0 ? (t.seconds / t.count) * 1000 : NaN);
+
+/**
+ * The subject's writes as the API server timed them (apiserver_request_duration_seconds,
+ * attributed by the same rule as the counts), by `VERB resource[/subresource]`:
+ * arrival to response, including any wait in API Priority and Fairness,
+ * excluding the network and the client.
+ */
+export function serverWriteTimes(samples: readonly Sample[]): Record<string, Timed> {
+  const out: Record<string, Timed> = {};
+  for (const s of samples) {
+    const sum = s.name === 'apiserver_request_duration_seconds_sum';
+    if (!sum && s.name !== 'apiserver_request_duration_seconds_count') continue;
+    if (classify(s.labels) !== 'write') continue;
+    const t = (out[requestKey(s.labels)] ??= { count: 0, seconds: 0 });
+    if (sum) t.seconds += s.value;
+    else t.count += s.value;
+  }
+  return out;
+}
+
+/** All of serverWriteTimes together. */
+export function serverWriteTime(samples: readonly Sample[]): Timed {
+  return totalOf(Object.values(serverWriteTimes(samples)));
+}
+
+export const totalOf = (times: readonly Timed[]): Timed =>
+  times.reduce((a, t) => ({ count: a.count + t.count, seconds: a.seconds + t.seconds }), {
+    count: 0,
+    seconds: 0,
+  });
+
+/**
+ * The subject's writes as it timed them itself (rest_client_request_duration_seconds,
+ * the same name in client-go and Regulon): from sending to the response, so the
+ * gap to serverWriteTime is the network plus the client's own delays, such as a
+ * busy event loop or garbage collection.
+ */
+export function clientWriteTime(samples: readonly Sample[]): Timed {
+  const out = { count: 0, seconds: 0 };
+  for (const s of samples) {
+    const sum = s.name === 'rest_client_request_duration_seconds_sum';
+    if (!sum && s.name !== 'rest_client_request_duration_seconds_count') continue;
+    if (s.labels['verb'] === 'GET') continue;
+    if (sum) out.seconds += s.value;
+    else out.count += s.value;
+  }
+  return out;
+}

@@ -62,6 +62,24 @@ describe('benchmark harness', () => {
       );
       assert.ok((r.reconcilesPerS ?? 0) > 0);
       assert.ok(r.cpuSeconds > 0 && r.peakRssMiB > 10 && (r.peakHeapMiB ?? 0) > 1);
+      // Both clients time their writes, and no write can take less time at the client than at the server.
+      assert.ok(
+        r.writeTimeMs.server > 0 &&
+          r.writeTimeMs.client !== null &&
+          r.writeTimeMs.client >= r.writeTimeMs.server,
+        JSON.stringify(r.writeTimeMs),
+      );
+      assert.ok(
+        (r.writeTimeMs.serverByRequest['APPLY statefulsets'] ?? 0) > 0,
+        JSON.stringify(r.writeTimeMs),
+      );
+      assert.ok(r.workerBusy !== null && r.workerBusy > 0 && r.workerBusy <= 1, String(r.workerBusy));
+      assert.equal(r.eventLoopDelayMs !== null, subject === 'regulon', JSON.stringify(r.eventLoopDelayMs));
+      assert.ok(
+        (r.controlPlaneCpuSeconds['kube-apiserver'] ?? 0) > 0,
+        JSON.stringify(r.controlPlaneCpuSeconds),
+      );
+      assert.ok((r.controlPlaneCpuSeconds['kwok'] ?? 0) > 0, JSON.stringify(r.controlPlaneCpuSeconds));
       assert.deepEqual(r.idle && { writes: r.idle.writes, client: r.idle.clientWrites }, {
         writes: 0,
         client: 0,

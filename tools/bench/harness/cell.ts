@@ -1,12 +1,23 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { KubeClient, Kinds } from '@regulon/client';
 import { SharedInformerFactory } from '@regulon/cache';
 import { Database, type DatabaseObject } from '@regulon/database-controller';
 import { ControlPlane, eventually, freePorts } from '@regulon/testenv';
-import { clientRequests, countRequests, subtract, sumOf, type RequestCounts } from './api-requests.ts';
+import {
+  clientRequests,
+  clientWriteTime,
+  countRequests,
+  meanMs,
+  serverWriteTime,
+  serverWriteTimes,
+  subtract,
+  subtractTimed,
+  sumOf,
+  type RequestCounts,
+} from './api-requests.ts';
 import { processStats } from './process-stats.ts';
 import { parsePrometheusText, type Sample } from './prom-text.ts';
 import { startFloor, startManager, type Limits, type Subject, type SubjectName } from './subjects.ts';
@@ -19,10 +30,13 @@ const exec = promisify(execFile);
  */
 export const DEFAULT_DATABASES_PER_NAMESPACE = 1000;
 const CONTROLLER = 'database';
+const RECONCILE_SECONDS = 'controller_runtime_reconcile_time_seconds_sum';
 /** Creates in flight at once: enough to keep the API server busy, as `kubectl apply` of many files would. */
 const CREATE_CONCURRENCY = 32;
 /** The floor's writers: as many as keep the API server saturated; it has no queue to protect. */
 const FLOOR_WORKERS = 64;
+/** An event-loop delay worth a line in the log, with when it happened. */
+const STALL_REPORT_MS = 250;
 /** A cell fails when no Database has become Ready for this long. */
 const STALL_MS = 5 * 60_000;
 
@@ -34,6 +48,8 @@ export interface CellConfig {
   idleMs: number;
   /** Databases per namespace (default DEFAULT_DATABASES_PER_NAMESPACE). */
   perNamespace?: number;
+  /** Seconds of API server CPU profile to take once the creates are done (0: none). */
+  apiServerProfileS?: number;
   root: string;
   workDir: string;
   referenceBinary: string;
@@ -52,6 +68,17 @@ export interface CellResult {
   requests: RequestCounts & { readsPerDatabase: number; writesPerDatabase: number };
   /** The subject's own rest_client_requests_total over the same span (null for the floor). */
   clientRequests: RequestCounts | null;
+  /**
+   * Mean time per write over start → all Ready, as the API server and as the
+   * subject timed it, and the server's by request (`APPLY services`, ...).
+   */
+  writeTimeMs: { server: number; client: number | null; serverByRequest: Record<string, number> };
+  /** Time in reconciles over start → all Ready ÷ (workers × that time): how busy the workers were. */
+  workerBusy: number | null;
+  /** For a Node subject, the event loop's delay (p99 of each 1 s sample): mean and worst sample. */
+  eventLoopDelayMs: { meanP99: number; maxP99: number } | null;
+  /** CPU seconds of each control-plane process over start → all Ready (KWOK processes summed). */
+  controlPlaneCpuSeconds: Record<string, number>;
   cpuSeconds: number;
   peakRssMiB: number;
   peakHeapMiB: number | null;
@@ -104,6 +131,32 @@ async function apiserverSamples(client: KubeClient): Promise<Sample[]> {
   );
 }
 
+/** Saves a CPU profile of the API server to DIR/apiserver.pprof; a failure is logged, not fatal. */
+async function profileApiServer(cp: ControlPlane, seconds: number, dir: string, log: (line: string) => void) {
+  const file = join(dir, 'apiserver.pprof');
+  try {
+    const { stdout } = await exec(
+      cp.state.kubectl,
+      ['--kubeconfig', cp.kubeconfigPath, 'get', '--raw', `/debug/pprof/profile?seconds=${seconds}`],
+      { encoding: 'buffer', maxBuffer: 256 * 2 ** 20 },
+    );
+    writeFileSync(file, stdout);
+    log(`  API server profile: ${file}`);
+  } catch (err) {
+    log(`  API server profile failed: ${(err as Error).message}`);
+  }
+}
+
+/** CPU seconds so far of each control-plane process, KWOK's processes summed as `kwok`. */
+function controlPlaneCpu(cp: ControlPlane): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, component] of Object.entries(cp.state.components)) {
+    const key = name.startsWith('kwok') ? 'kwok' : name;
+    out[key] = (out[key] ?? 0) + processStats(component.pid).cpuSeconds;
+  }
+  return out;
+}
+
 const heapOf = (subject: SubjectName, s: Sample[]) =>
   subject === 'regulon' ? sumOf(s, 'nodejs_heap_size_used_bytes') : sumOf(s, 'go_memstats_heap_alloc_bytes');
 
@@ -131,6 +184,7 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
       statefulSetWorkers: 50,
       // One KWOK worker binds about a claim a second under this load; see testenv's kwok-stages.ts.
       volumeShards: Math.min(8, Math.ceil(c.n / 625)),
+      apiServerProfiling: (c.apiServerProfileS ?? 0) > 0,
     },
   });
   live.planes.add(cp);
@@ -190,18 +244,32 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
       return s;
     };
 
-    const apiBefore = countRequests(await apiserverSamples(client));
+    const serverBefore = await apiserverSamples(client);
+    const apiBefore = countRequests(serverBefore);
+    const planeBefore = controlPlaneCpu(cp);
     let subject = await launch();
     await subject.waitReady();
     const clientBefore = await subject.metrics();
     c.log(`${c.subject} (${c.limits.name}) ready; creating ${c.n} Databases`);
 
-    // Sample the subject's heap while it works: each runtime reports its own.
+    // Sample the subject's heap, queue and (for Node) event-loop delay while it works.
     let peakHeap = 0;
+    let queueDepth = 0;
+    const loopDelays: number[] = [];
     const sampler = setInterval(() => {
       if (c.subject === 'floor' || !subject.running) return;
       subject.metrics().then(
-        (s) => (peakHeap = Math.max(peakHeap, heapOf(c.subject, s))),
+        (s) => {
+          peakHeap = Math.max(peakHeap, heapOf(c.subject, s));
+          queueDepth = sumOf(s, 'workqueue_depth', { name: CONTROLLER });
+          if (c.subject !== 'regulon') return;
+          const delay = sumOf(s, 'nodejs_eventloop_lag_p99_seconds') * 1000;
+          loopDelays.push(delay);
+          if (delay > STALL_REPORT_MS)
+            c.log(
+              `  event loop delayed ${delay.toFixed(0)} ms at ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+            );
+        },
         () => {},
       );
     }, 1000);
@@ -218,6 +286,7 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
     await Promise.all(Array.from({ length: CREATE_CONCURRENCY }, creator));
     const createdIn = performance.now() - t0;
     c.log(`  created in ${(createdIn / 1000).toFixed(1)} s; waiting for Ready`);
+    const profile = c.apiServerProfileS ? profileApiServer(cp, c.apiServerProfileS, dir, c.log) : undefined;
     let lastReport = performance.now();
     let progress = { count: 0, at: performance.now() };
     // A dead or stuck subject ends the cell now rather than at the overall timeout.
@@ -236,7 +305,10 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
           };
         if (now - lastReport > 15_000) {
           lastReport = now;
-          c.log(`  ${readyAt.size}/${c.n} Ready after ${((now - t0) / 1000).toFixed(0)} s`);
+          const delay = loopDelays.length ? `, event-loop p99 ${loopDelays.at(-1)!.toFixed(0)} ms` : '';
+          c.log(
+            `  ${readyAt.size}/${c.n} Ready after ${((now - t0) / 1000).toFixed(0)} s (queue ${queueDepth}${delay})`,
+          );
         }
         return readyAt.size >= c.n ? {} : false;
       },
@@ -244,9 +316,12 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
       20,
     );
     if (outcome.failed) throw new Error(outcome.failed);
+    await profile;
     const tAll = Math.max(...readyAt.values());
     clearInterval(sampler);
-    const apiAfter = countRequests(await apiserverSamples(client));
+    const serverAfter = await apiserverSamples(client);
+    const apiAfter = countRequests(serverAfter);
+    const planeAfter = controlPlaneCpu(cp);
     const stats = processStats(subject.pid);
     const clientAfter = await subject.metrics();
     const latencies = [...readyAt.entries()]
@@ -273,6 +348,34 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
       },
       clientRequests:
         c.subject === 'floor' ? null : subtract(clientRequests(clientAfter), clientRequests(clientBefore)),
+      writeTimeMs: {
+        server: meanMs(subtractTimed(serverWriteTime(serverAfter), serverWriteTime(serverBefore))),
+        serverByRequest: Object.fromEntries(
+          Object.entries(serverWriteTimes(serverAfter)).map(([key, t]) => [
+            key,
+            meanMs(subtractTimed(t, serverWriteTimes(serverBefore)[key] ?? { count: 0, seconds: 0 })),
+          ]),
+        ),
+        client:
+          c.subject === 'floor'
+            ? null
+            : meanMs(subtractTimed(clientWriteTime(clientAfter), clientWriteTime(clientBefore))),
+      },
+      workerBusy:
+        c.subject === 'floor'
+          ? null
+          : (sumOf(clientAfter, RECONCILE_SECONDS, { controller: CONTROLLER }) -
+              sumOf(clientBefore, RECONCILE_SECONDS, { controller: CONTROLLER })) /
+            (c.concurrency * ((tAll - t0) / 1000)),
+      eventLoopDelayMs: loopDelays.length
+        ? {
+            meanP99: loopDelays.reduce((a, b) => a + b, 0) / loopDelays.length,
+            maxP99: Math.max(...loopDelays),
+          }
+        : null,
+      controlPlaneCpuSeconds: Object.fromEntries(
+        Object.entries(planeAfter).map(([name, s]) => [name, s - (planeBefore[name] ?? 0)]),
+      ),
       cpuSeconds: stats.cpuSeconds,
       peakRssMiB: stats.peakRssBytes / 2 ** 20,
       peakHeapMiB:

@@ -5,6 +5,10 @@ const fmt = (v: number | null | undefined, digits = 1) =>
     ? '—'
     : v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
+// Older results.json rows predate these figures.
+const writeTimes = (r: CellResult) =>
+  r.writeTimeMs ? `${fmt(r.writeTimeMs.server, 0)}, ${fmt(r.writeTimeMs.client, 0)}` : '—';
+
 const label = (r: CellResult) => (r.subject === 'floor' ? 'floor' : `${r.subject} (${r.limits})`);
 
 export interface Ratio {
@@ -68,12 +72,12 @@ export function ratios(results: readonly CellResult[]): Ratio[] {
 export function markdownReport(results: readonly CellResult[]): string {
   const rows = [...results].sort((a, b) => a.n - b.n || label(a).localeCompare(label(b)));
   const lines = [
-    '| N | subject | all Ready (s) | p50 (s) | p99 (s) | reconciles/s | reads/DB | writes/DB | client reads, writes | CPU (s) | peak RSS (MiB) | peak heap (MiB) | idle writes | restart: synced, re-verified (s) | restart writes |',
-    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| N | subject | all Ready (s) | p50 (s) | p99 (s) | reconciles/s | reads/DB | writes/DB | client reads, writes | CPU (s) | peak RSS (MiB) | peak heap (MiB) | write ms: server, client | API server CPU (s) | idle writes | restart: synced, re-verified (s) | restart writes |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.n} | ${label(r)} | ${fmt(r.timeToAllReadyS)} | ${fmt(r.latencyP50S, 2)} | ${fmt(r.latencyP99S, 2)} | ${fmt(r.reconcilesPerS)} | ${fmt(r.requests.readsPerDatabase, 2)} | ${fmt(r.requests.writesPerDatabase, 2)} | ${r.clientRequests ? `${r.clientRequests.reads}, ${r.clientRequests.writes}` : '—'} | ${fmt(r.cpuSeconds)} | ${fmt(r.peakRssMiB, 0)} | ${fmt(r.peakHeapMiB, 0)} | ${r.idle ? `${r.idle.writes} in ${r.idle.seconds} s` : '—'} | ${r.restart ? `${fmt(r.restart.cacheSyncedS, 2)}, ${fmt(r.restart.reverifiedS, 2)}` : '—'} | ${r.restart ? r.restart.writes : '—'} |`,
+      `| ${r.n} | ${label(r)} | ${fmt(r.timeToAllReadyS)} | ${fmt(r.latencyP50S, 2)} | ${fmt(r.latencyP99S, 2)} | ${fmt(r.reconcilesPerS)} | ${fmt(r.requests.readsPerDatabase, 2)} | ${fmt(r.requests.writesPerDatabase, 2)} | ${r.clientRequests ? `${r.clientRequests.reads}, ${r.clientRequests.writes}` : '—'} | ${fmt(r.cpuSeconds)} | ${fmt(r.peakRssMiB, 0)} | ${fmt(r.peakHeapMiB, 0)} | ${writeTimes(r)} | ${fmt(r.controlPlaneCpuSeconds?.['kube-apiserver'])} | ${r.idle ? `${r.idle.writes} in ${r.idle.seconds} s` : '—'} | ${r.restart ? `${fmt(r.restart.cacheSyncedS, 2)}, ${fmt(r.restart.reverifiedS, 2)}` : '—'} | ${r.restart ? r.restart.writes : '—'} |`,
     );
   }
   const rs = ratios(results);
