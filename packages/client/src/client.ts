@@ -162,9 +162,9 @@ export class KubeClient {
       timeoutSeconds: opts.timeoutSeconds,
     };
     const { signal } = opts;
+    const started = performance.now();
     await this.#limiter.take(signal);
     const span = startRequestSpan('GET', path, this.#transport.server);
-    const started = performance.now();
     let stream: OpenStream;
     try {
       stream = await this.#transport.open({
@@ -176,12 +176,17 @@ export class KubeClient {
         timeoutMs: this.#timeoutMs,
       });
     } catch (err) {
-      if (!signal?.aborted) this.#metrics.observe('GET', '<error>', (performance.now() - started) / 1000);
+      if (!signal?.aborted) {
+        this.#metrics.attempt('GET', '<error>');
+        this.#metrics.request('GET', (performance.now() - started) / 1000);
+      }
       endSpanError(span, err);
       throw err;
     }
     const code = stream.response.statusCode ?? 0;
-    this.#metrics.observe('GET', code, (performance.now() - started) / 1000);
+    // A watch's latency is the wait for its response headers, as in client-go.
+    this.#metrics.attempt('GET', code);
+    this.#metrics.request('GET', (performance.now() - started) / 1000);
     if (code === 200) {
       endSpanOk(span, code);
       return stream;
@@ -212,11 +217,11 @@ export class KubeClient {
     const path = buildPath(opts.path, opts.query);
     const timeoutMs = opts.timeoutMs ?? this.#timeoutMs;
     const span = startRequestSpan(method, opts.path, this.#transport.server);
+    const started = performance.now();
     let lastCode: number | undefined;
     try {
       for (let retry = 0; ; retry++) {
         await this.#limiter.take(signal);
-        const started = performance.now();
         let res: TransportResponse | undefined;
         let failure: unknown;
         try {
@@ -232,7 +237,7 @@ export class KubeClient {
           failure = err;
         }
         if (!res && signal?.aborted) throw abortReason(signal);
-        this.#metrics.observe(method, res ? res.statusCode : '<error>', (performance.now() - started) / 1000);
+        this.#metrics.attempt(method, res ? res.statusCode : '<error>');
         if (res && res.statusCode >= 200 && res.statusCode < 300) {
           endSpanOk(span, res.statusCode);
           return res;
@@ -255,6 +260,8 @@ export class KubeClient {
     } catch (err) {
       endSpanError(span, err, lastCode);
       throw err;
+    } finally {
+      if (!signal?.aborted) this.#metrics.request(method, (performance.now() - started) / 1000);
     }
   }
 

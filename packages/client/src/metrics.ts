@@ -1,9 +1,15 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
 
-/** Per-attempt observations; retries are separate attempts, as in client-go. */
+/** What client-go records, with the same meaning. */
 export interface RequestMetrics {
-  /** `code` is the HTTP status, or `<error>` when no response arrived. */
-  observe(method: string, code: number | '<error>', seconds: number): void;
+  /** One per attempt (a retry is another): `code` is the HTTP status, or `<error>` when no response arrived. */
+  attempt(method: string, code: number | '<error>'): void;
+  /**
+   * One per request, from before the client-side rate limiter to the final
+   * response, retries and their backoff included: client-go's
+   * rest_client_request_duration_seconds times its request() call so.
+   */
+  request(method: string, seconds: number): void;
 }
 
 interface MetricSet {
@@ -48,14 +54,16 @@ function metricsFor(registry: Registry): MetricSet {
   return set;
 }
 
-export const noMetrics: RequestMetrics = { observe: () => {} };
+export const noMetrics: RequestMetrics = { attempt: () => {}, request: () => {} };
 
 export function requestMetrics(registry: Registry | undefined, host: string): RequestMetrics {
   if (!registry) return noMetrics;
   const { requests, duration } = metricsFor(registry);
   return {
-    observe(method, code, seconds) {
+    attempt(method, code) {
       requests.inc({ code: String(code), method, host });
+    },
+    request(method, seconds) {
       duration.observe({ verb: method, host }, seconds);
     },
   };

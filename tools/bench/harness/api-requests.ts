@@ -136,9 +136,9 @@ export const totalOf = (times: readonly Timed[]): Timed =>
 
 /**
  * The subject's writes as it timed them itself (rest_client_request_duration_seconds,
- * the same name in client-go and Regulon): from sending to the response, so the
- * gap to serverWriteTime is the network plus the client's own delays, such as a
- * busy event loop or garbage collection.
+ * the same name and meaning in client-go and Regulon): from before the client-side
+ * rate limiter to the response. Without a limit, the gap to serverWriteTime is
+ * the network plus the client's own delays, such as a busy event loop.
  */
 export function clientWriteTime(samples: readonly Sample[]): Timed {
   const out = { count: 0, seconds: 0 };
