@@ -73,6 +73,8 @@ describe('benchmark harness', () => {
         (r.writeTimeMs.serverByRequest['APPLY statefulsets'] ?? 0) > 0,
         JSON.stringify(r.writeTimeMs),
       );
+      // One ClusterIP Service per Database.
+      assert.ok(r.clusterIpAllocationS > 0, String(r.clusterIpAllocationS));
       assert.ok(r.workerBusy !== null && r.workerBusy > 0 && r.workerBusy <= 1, String(r.workerBusy));
       assert.equal(r.eventLoopDelayMs !== null, subject === 'regulon', JSON.stringify(r.eventLoopDelayMs));
       assert.ok(

@@ -31,6 +31,7 @@ const exec = promisify(execFile);
 export const DEFAULT_DATABASES_PER_NAMESPACE = 1000;
 const CONTROLLER = 'database';
 const RECONCILE_SECONDS = 'controller_runtime_reconcile_time_seconds_sum';
+const CLUSTER_IP_SECONDS = 'kube_apiserver_clusterip_allocator_allocation_duration_seconds_sum';
 /** Creates in flight at once: enough to keep the API server busy, as `kubectl apply` of many files would. */
 const CREATE_CONCURRENCY = 32;
 /** The floor's writers: as many as keep the API server saturated; it has no queue to protect. */
@@ -73,6 +74,12 @@ export interface CellResult {
    * subject timed it, and the server's by request (`APPLY services`, ...).
    */
   writeTimeMs: { server: number; client: number | null; serverByRequest: Record<string, number> };
+  /**
+   * Seconds the API server spent allocating ClusterIPs over start → all Ready.
+   * It allocates one at a time (a lock held across the IPAddress create), so
+   * at thousands of Databases this sum is most of the time to all Ready.
+   */
+  clusterIpAllocationS: number;
   /** Time in reconciles over start → all Ready ÷ (workers × that time): how busy the workers were. */
   workerBusy: number | null;
   /** For a Node subject, the event loop's delay (p99 of each 1 s sample): mean and worst sample. */
@@ -361,6 +368,7 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
             ? null
             : meanMs(subtractTimed(clientWriteTime(clientAfter), clientWriteTime(clientBefore))),
       },
+      clusterIpAllocationS: sumOf(serverAfter, CLUSTER_IP_SECONDS) - sumOf(serverBefore, CLUSTER_IP_SECONDS),
       workerBusy:
         c.subject === 'floor'
           ? null
