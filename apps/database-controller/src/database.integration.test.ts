@@ -79,9 +79,17 @@ describe('Database controller', () => {
         ? db
         : undefined;
     });
-  const reconciles = async () => {
+  /** A hot loop reconciles hundreds of times in a 3 s window; settled Databases reconcile a handful. */
+  const MAX_QUIET_RECONCILES = 30;
+  const reconciles = async (results?: string[]) => {
     const m = await registry.getSingleMetric('controller_runtime_reconcile_total')!.get();
-    return m.values.filter((v) => v.labels['controller'] === 'database').reduce((n, v) => n + v.value, 0);
+    return m.values
+      .filter(
+        (v) =>
+          v.labels['controller'] === 'database' &&
+          (results === undefined || results.includes(String(v.labels['result']))),
+      )
+      .reduce((n, v) => n + v.value, 0);
   };
 
   test('create: every child exists, owned and labelled, and the Database becomes Ready with a trustworthy status', async () => {
@@ -406,12 +414,27 @@ describe('Database controller', () => {
       await new Promise((r) => setTimeout(r, 500));
       return stableSamples >= 4;
     });
+    // A loop over the Degraded Databases would rewrite their status (their
+    // resourceVersion moves) or spin the reconcile counter by hundreds. The
+    // other Databases' Pods may still move now and then, so a handful of
+    // their reconciles is allowed: CI saw 9 and 12 in this window.
+    const versions = async () => [
+      (await get(long)).metadata.resourceVersion,
+      (await get('byo')).metadata.resourceVersion,
+    ];
+    const versionsBefore = await versions();
     const before = await reconciles();
+    const retriesBefore = await reconciles(['error', 'requeue']);
     await new Promise((r) => setTimeout(r, 3000)); // a measured quiet window, not a wait for a condition
-    assert.ok(
-      (await reconciles()) - before <= 1,
-      `no hot loop: ${(await reconciles()) - before} reconciles in 3 s`,
+    const during = (await reconciles()) - before;
+    assert.deepEqual(await versions(), versionsBefore, 'a Degraded Database was rewritten in a quiet window');
+    // Degraded is a state to report, not an error to retry with backoff.
+    assert.equal(
+      await reconciles(['error', 'requeue']),
+      retriesBefore,
+      'reconciles retried in a quiet window',
     );
+    assert.ok(during <= MAX_QUIET_RECONCILES, `no hot loop: ${during} reconciles in 3 s`);
     // The missing Secret appears: the Database heals without any other change.
     await client.resource<V1Secret>(Kinds.Secret).create({
       apiVersion: 'v1',
