@@ -123,11 +123,6 @@ export function serverWriteTimes(samples: readonly Sample[]): Record<string, Tim
   return out;
 }
 
-/** All of serverWriteTimes together. */
-export function serverWriteTime(samples: readonly Sample[]): Timed {
-  return totalOf(Object.values(serverWriteTimes(samples)));
-}
-
 export const totalOf = (times: readonly Timed[]): Timed =>
   times.reduce((a, t) => ({ count: a.count + t.count, seconds: a.seconds + t.seconds }), {
     count: 0,
@@ -137,7 +132,7 @@ export const totalOf = (times: readonly Timed[]): Timed =>
 /**
  * The subject's writes as it timed them itself (rest_client_request_duration_seconds,
  * the same name and meaning in client-go and Regulon): from before the client-side
- * rate limiter to the response. Without a limit, the gap to serverWriteTime is
+ * rate limiter to the response. Without a limit, the gap to serverWriteTimes is
  * the network plus the client's own delays, such as a busy event loop.
  */
 export function clientWriteTime(samples: readonly Sample[]): Timed {

@@ -11,11 +11,11 @@ import {
   clientWriteTime,
   countRequests,
   meanMs,
-  serverWriteTime,
   serverWriteTimes,
   subtract,
   subtractTimed,
   sumOf,
+  totalOf,
   type RequestCounts,
 } from './api-requests.ts';
 import { processStats } from './process-stats.ts';
@@ -331,6 +331,13 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
     const planeAfter = controlPlaneCpu(cp);
     const stats = processStats(subject.pid);
     const clientAfter = await subject.metrics();
+    const writesBefore = serverWriteTimes(serverBefore);
+    const serverWrites = Object.fromEntries(
+      Object.entries(serverWriteTimes(serverAfter)).map(([key, t]) => [
+        key,
+        subtractTimed(t, writesBefore[key] ?? { count: 0, seconds: 0 }),
+      ]),
+    );
     const latencies = [...readyAt.entries()]
       .map(([name, t]) => (t - createdAt.get(name)!) / 1000)
       .sort((a, b) => a - b);
@@ -356,13 +363,8 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
       clientRequests:
         c.subject === 'floor' ? null : subtract(clientRequests(clientAfter), clientRequests(clientBefore)),
       writeTimeMs: {
-        server: meanMs(subtractTimed(serverWriteTime(serverAfter), serverWriteTime(serverBefore))),
-        serverByRequest: Object.fromEntries(
-          Object.entries(serverWriteTimes(serverAfter)).map(([key, t]) => [
-            key,
-            meanMs(subtractTimed(t, serverWriteTimes(serverBefore)[key] ?? { count: 0, seconds: 0 })),
-          ]),
-        ),
+        server: meanMs(totalOf(Object.values(serverWrites))),
+        serverByRequest: Object.fromEntries(Object.entries(serverWrites).map(([key, t]) => [key, meanMs(t)])),
         client:
           c.subject === 'floor'
             ? null
