@@ -215,8 +215,18 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
       'crd/databases.regulon.dev',
     ]);
     const client = KubeClient.load({ kubeconfigPath: cp.kubeconfigPath, qps: Infinity });
-    for (let i = 0; i < c.n; i += perNamespace)
-      await client.resource(Kinds.Namespace).create({ metadata: { name: namespaceOf(i) } });
+    for (let i = 0; i < c.n; i += perNamespace) {
+      const namespace = namespaceOf(i);
+      await client.resource(Kinds.Namespace).create({ metadata: { name: namespace } });
+      // The controller-manager writes a default ServiceAccount and the root CA ConfigMap
+      // into every new namespace. Those are the same kinds the subjects write, so they
+      // must land before the baseline scrape or they are counted as the subject's.
+      await eventually(`namespace ${namespace} prepared by the controller-manager`, async () => {
+        await client.resource(Kinds.ServiceAccount).get('default', { namespace });
+        await client.resource(Kinds.ConfigMap).get('kube-root-ca.crt', { namespace });
+        return true;
+      });
+    }
 
     // The harness's own view: when each Database was created and first seen Ready.
     const factory = new SharedInformerFactory(client);
