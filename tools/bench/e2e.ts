@@ -4,8 +4,11 @@
 //
 //   npm run bench:e2e -- [--n 100,1000,5000] [--subjects regulon,controller-runtime,floor]
 //                        [--limits qps50,unlimited] [--concurrency 10] [--idle 60] [--per-namespace 1000]
-//                        [--out DIR] [--append] [--apiserver-profile SECONDS]
+//                        [--out DIR] [--append] [--apiserver-profile SECONDS] [--repeat K]
 //
+// --repeat runs every (subject, limits) K times per N, in rounds: each round runs
+// each subject once, and every other round reverses their order, so no subject
+// always runs first. The ratios compare medians; each round's pair is listed too.
 // --apiserver-profile takes a CPU profile of the API server for SECONDS once the
 // creates are done, into the run's work directory (`go tool pprof -top FILE`).
 // Writes DIR/results.json, DIR/results.md and DIR/time-to-ready.png (default tools/bench/results).
@@ -14,7 +17,7 @@ import { cpus, totalmem, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_DATABASES_PER_NAMESPACE, runCell, stopEverything, type CellResult } from './harness/cell.ts';
-import { markdownReport, ratios } from './harness/report.ts';
+import { markdownReport, ratios, summaries } from './harness/report.ts';
 import { LIMITS, type SubjectName } from './harness/subjects.ts';
 import { renderTimeToReadyChart } from './chart.ts';
 import { referenceBinary } from './reference.ts';
@@ -32,6 +35,7 @@ const { values } = parseArgs({
     // Keep the runs already in DIR/results.json (a run of the same subject, limits and N is replaced).
     append: { type: 'boolean', default: false },
     'apiserver-profile': { type: 'string', default: '0' },
+    repeat: { type: 'string', default: '1' },
   },
 });
 const list = (s: string) =>
@@ -49,11 +53,14 @@ const limits = list(values.limits).map((l) => {
 for (const s of subjects)
   if (!['regulon', 'controller-runtime', 'floor'].includes(s)) throw new Error(`--subjects: unknown "${s}"`);
 if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--n: positive integers, comma-separated');
+const repeat = Number(values.repeat);
+if (!Number.isInteger(repeat) || repeat < 1) throw new Error('--repeat: a positive integer');
 
 interface Failure {
   subject: string;
   limits: string;
   n: number;
+  run?: number;
   error: string;
 }
 
@@ -77,13 +84,17 @@ const previous =
         failures: Failure[];
       })
     : { results: [], failures: [] };
-const results: CellResult[] = previous.results;
-const failures: Failure[] = previous.failures;
-const record = <T extends { subject: string; limits: string; n: number }>(list: T[], item: T) => {
-  const at = list.findIndex((r) => r.subject === item.subject && r.limits === item.limits && r.n === item.n);
-  if (at >= 0) list.splice(at, 1);
-  list.push(item);
-};
+// A cell run again replaces all of that cell's earlier runs.
+const cells = ns.flatMap((n) =>
+  subjects.flatMap((subject) =>
+    // The floor has no client limits to vary: it is unlimited by definition.
+    (subject === 'floor' ? [LIMITS['unlimited']!] : limits).map((l) => ({ n, subject, limits: l })),
+  ),
+);
+const rerun = (r: { subject: string; limits: string; n: number }) =>
+  cells.some((c) => c.subject === r.subject && c.limits.name === r.limits && c.n === r.n);
+const results: CellResult[] = previous.results.filter((r) => !rerun(r));
+const failures: Failure[] = previous.failures.filter((f) => !rerun(f));
 const save = async () => {
   const doc = {
     startedAt: started,
@@ -107,15 +118,17 @@ const save = async () => {
   writeFileSync(
     join(out, 'results.md'),
     markdownReport(results) +
-      failures.map((f) => `\nFailed: N=${f.n} ${f.subject} (${f.limits}): ${f.error}\n`).join(''),
+      failures
+        .map((f) => `\nFailed: N=${f.n} ${f.subject} (${f.limits}), run ${f.run ?? 1}: ${f.error}\n`)
+        .join(''),
   );
-  const points = results.map((r) => ({
+  const points = summaries(results).map((g) => ({
     series:
-      r.subject === 'floor'
+      g.subject === 'floor'
         ? 'floor'
-        : `${r.subject === 'regulon' ? 'Regulon' : 'controller-runtime'} (${r.limits})`,
-    n: r.n,
-    seconds: r.timeToAllReadyS,
+        : `${g.subject === 'regulon' ? 'Regulon' : 'controller-runtime'} (${g.limits})`,
+    n: g.n,
+    seconds: g.medianTimeToAllReadyS,
   }));
   if (points.length)
     writeFileSync(
@@ -125,31 +138,30 @@ const save = async () => {
 };
 
 for (const n of ns) {
-  for (const subject of subjects) {
-    // The floor has no client limits to vary: it is unlimited by definition.
-    for (const l of subject === 'floor' ? [LIMITS['unlimited']!] : limits) {
-      log(`N=${n}: ${subject} (${l.name})`);
+  const round = cells.filter((c) => c.n === n);
+  for (let run = 1; run <= repeat; run++) {
+    for (const cell of run % 2 ? round : [...round].reverse()) {
+      const { subject, limits: l } = cell;
+      log(`N=${n}: ${subject} (${l.name})${repeat > 1 ? `, run ${run} of ${repeat}` : ''}`);
       try {
-        record(
-          results,
-          await runCell({
-            subject,
-            limits: l,
-            n,
-            concurrency: Number(values.concurrency),
-            idleMs: Number(values.idle) * 1000,
-            perNamespace: Number(values['per-namespace']),
-            apiServerProfileS: Number(values['apiserver-profile']),
-            root,
-            workDir,
-            referenceBinary: reference,
-            log,
-          }),
-        );
+        const result = await runCell({
+          subject,
+          limits: l,
+          n,
+          concurrency: Number(values.concurrency),
+          idleMs: Number(values.idle) * 1000,
+          perNamespace: Number(values['per-namespace']),
+          apiServerProfileS: Number(values['apiserver-profile']),
+          root,
+          workDir,
+          referenceBinary: reference,
+          log,
+        });
+        results.push({ ...result, run });
       } catch (err) {
         // One failed run is reported, and the others still run.
         log(`  FAILED: ${(err as Error).message}`);
-        record(failures, { subject, limits: l.name, n, error: (err as Error).message });
+        failures.push({ subject, limits: l.name, n, run, error: (err as Error).message });
       }
       await save();
     }

@@ -61,6 +61,8 @@ export interface CellResult {
   subject: SubjectName;
   limits: string;
   n: number;
+  /** Which of the repeated runs of this (subject, limits, N) this is, from 1; absent in older results. */
+  run?: number;
   timeToAllReadyS: number;
   latencyP50S: number;
   latencyP99S: number;
