@@ -23,7 +23,7 @@ export interface Ratio {
   against: 'controller-runtime' | 'floor';
   /** Median ÷ median. */
   ratio: number;
-  /** Regulon's run k ÷ the other's run k, for each k both have: the pairs run back to back. */
+  /** Regulon's run k ÷ the other's run k, for each k both have: in one `--repeat` run, each round's pair. */
   pairs: number[];
   target: number;
 }
@@ -105,7 +105,8 @@ export function ratios(results: readonly CellResult[]): Ratio[] {
     versus('controller-runtime', cr, 'peak RSS', (r) => r.peakRssMiB, 2.0);
     versus('floor', runsOf('floor', undefined, reg.n), 'time to all Ready', (r) => r.timeToAllReadyS, 1.5);
   }
-  return out;
+  // By N, then limits; within each, the order above.
+  return out.sort((a, b) => a.n - b.n || a.limits.localeCompare(b.limits));
 }
 
 /**

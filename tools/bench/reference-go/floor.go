@@ -8,6 +8,12 @@ package main
 // watch on Pods labels each primary, one raw watch on StatefulSets writes the
 // Ready status once its StatefulSet has rolled out. Nothing is cached, nothing
 // is re-read, nothing is queued or retried.
+//
+// The creates and the writes that follow them (a Pod's label, the Ready
+// status) take their slots from two pools of the same size. With one shared
+// pool, thousands of creates waiting on the API server's ClusterIP allocator
+// held every slot, and the Ready statuses of Databases long since rolled out
+// waited behind them: the floor was then slower than the managers it bounds.
 
 import (
 	"context"
@@ -53,27 +59,28 @@ var (
 type floorItem struct {
 	name string
 
-	mu         sync.Mutex
-	started    bool                // its writes have begun
-	db         *database           // as created, with the first status once it is written
-	firstDone  bool                // the first status is written
-	finalDone  bool                // the Ready status is written (or being written)
-	pendingSts *appsv1.StatefulSet // rolled out before the first status was written
+	mu        sync.Mutex
+	started   bool                // its writes have begun
+	db        *database           // as created, with the first status once it is written
+	firstDone bool                // the first status is written
+	finalDone bool                // the Ready status is written (or being written)
+	sts       *appsv1.StatefulSet // the latest the watch has seen
 }
 
 type floor struct {
-	ns          string
-	dyn         dynamic.Interface
-	meta        metadata.Interface
-	kube        kubernetes.Interface
-	items       map[string]*floorItem
-	writes      atomic.Int64
-	ready       atomic.Int64
-	allReady    chan struct{}
-	readyOnce   sync.Once
-	errs        chan error
-	concurrency chan struct{} // bounds the writes started from the watches
-	labelled    sync.Map      // Pods labelled (or being labelled) with their role
+	ns        string
+	dyn       dynamic.Interface
+	meta      metadata.Interface
+	kube      kubernetes.Interface
+	items     map[string]*floorItem
+	writes    atomic.Int64
+	ready     atomic.Int64
+	allReady  chan struct{}
+	readyOnce sync.Once
+	errs      chan error
+	creates   chan struct{} // bounds the Databases being created at once
+	followUps chan struct{} // bounds the Pod labels and Ready statuses being written at once
+	labelled  sync.Map      // Pods labelled (or being labelled) with their role
 }
 
 func floorCommand(args []string) error {
@@ -82,7 +89,7 @@ func floorCommand(args []string) error {
 	namespace := fs.String("namespace", "", "the namespace of the Databases (default: all namespaces)")
 	count := fs.Int("count", 1, "how many Databases")
 	prefix := fs.String("prefix", "db", "the Databases to expect are <prefix>-<5-digit index>")
-	concurrency := fs.Int("concurrency", 64, "concurrent workers")
+	concurrency := fs.Int("concurrency", 64, "concurrent creates, and as many concurrent follow-up writes")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,11 +99,12 @@ func floorCommand(args []string) error {
 		return err
 	}
 	f := &floor{
-		ns:          *namespace,
-		items:       map[string]*floorItem{},
-		allReady:    make(chan struct{}),
-		errs:        make(chan error, 1),
-		concurrency: make(chan struct{}, max(*concurrency, 1)),
+		ns:        *namespace,
+		items:     map[string]*floorItem{},
+		allReady:  make(chan struct{}),
+		errs:      make(chan error, 1),
+		creates:   make(chan struct{}, max(*concurrency, 1)),
+		followUps: make(chan struct{}, max(*concurrency, 1)),
 	}
 	if f.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		return err
@@ -174,7 +182,7 @@ func (f *floor) onDatabase(ctx context.Context, obj metav1.Object) {
 	if seen {
 		return
 	}
-	f.spawn(func() error { return f.create(ctx, item.name, u.Object) })
+	f.spawn(f.creates, func() error { return f.create(ctx, item.name, u.Object) })
 }
 
 // create: the Database's credentials, every child, the first status.
@@ -211,13 +219,9 @@ func (f *floor) create(ctx context.Context, name string, created map[string]any)
 	db.status = status // the previous status of the next one: transition times carry over
 	item.db = db
 	item.firstDone = true
-	sts := item.pendingSts
-	item.pendingSts = nil
 	item.mu.Unlock()
-	if sts != nil {
-		return f.finalStatus(ctx, item, sts)
-	}
-	return nil
+	// The StatefulSet may have rolled out while the first status was written.
+	return f.finalStatus(ctx, item)
 }
 
 func (f *floor) applyStatus(ctx context.Context, db *database, status map[string]any) error {
@@ -232,15 +236,11 @@ func (f *floor) applyStatus(ctx context.Context, db *database, status map[string
 	return err
 }
 
-// finalStatus writes the status computed with the StatefulSet observed, once it says Ready.
-func (f *floor) finalStatus(ctx context.Context, item *floorItem, sts *appsv1.StatefulSet) error {
+// finalStatus writes the status computed with the latest StatefulSet seen, once it says Ready.
+func (f *floor) finalStatus(ctx context.Context, item *floorItem) error {
 	item.mu.Lock()
-	if item.finalDone {
-		item.mu.Unlock()
-		return nil
-	}
-	if !item.firstDone {
-		item.pendingSts = sts
+	sts := item.sts
+	if item.finalDone || !item.firstDone || sts == nil {
 		item.mu.Unlock()
 		return nil
 	}
@@ -299,7 +299,7 @@ func (f *floor) onPod(ctx context.Context, obj metav1.Object) {
 	if _, loaded := f.labelled.LoadOrStore(obj.GetName(), true); loaded {
 		return
 	}
-	f.spawn(func() error {
+	f.spawn(f.followUps, func() error {
 		_, err := f.meta.Resource(podsGVR).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, rolePatch(role), metav1.PatchOptions{})
 		f.writes.Add(1)
 		if apierrors.IsNotFound(err) {
@@ -318,14 +318,20 @@ func (f *floor) onStatefulSet(ctx context.Context, obj metav1.Object) {
 	if item == nil {
 		return
 	}
-	f.spawn(func() error { return f.finalStatus(ctx, item, sts) })
+	// Recorded here, in the watch's order: the writes below may run in any order.
+	item.mu.Lock()
+	item.sts = sts
+	item.mu.Unlock()
+	f.spawn(f.followUps, func() error { return f.finalStatus(ctx, item) })
 }
 
-// spawn runs a write started by a watch event without holding up the watch.
-func (f *floor) spawn(fn func() error) {
-	f.concurrency <- struct{}{}
+// spawn runs a write started by a watch event once a slot of its pool is
+// free. The watch goes on meanwhile: waiting here would hold up its other
+// events, which may belong to the other pool's work.
+func (f *floor) spawn(slots chan struct{}, fn func() error) {
 	go func() {
-		defer func() { <-f.concurrency }()
+		slots <- struct{}{}
+		defer func() { <-slots }()
 		if err := fn(); err != nil && !errors.Is(err, context.Canceled) {
 			f.fail(err)
 		}
