@@ -4,11 +4,13 @@
 //
 //   npm run bench:e2e -- [--n 100,1000,5000] [--subjects regulon,controller-runtime,floor]
 //                        [--limits qps50,unlimited] [--concurrency 10] [--idle 60] [--per-namespace 1000]
-//                        [--out DIR] [--append] [--apiserver-profile SECONDS] [--repeat K]
+//                        [--out DIR] [--append [--more]] [--apiserver-profile SECONDS] [--repeat K]
 //
 // --repeat runs every (subject, limits) K times per N, in rounds: each round runs
 // each subject once, and every other round reverses their order, so no subject
 // always runs first. The ratios compare medians; each round's pair is listed too.
+// --append --more keeps a cell's earlier runs and adds K rounds after them
+// (numbered on, the order still alternating) instead of replacing them.
 // --apiserver-profile takes a CPU profile of the API server for SECONDS once the
 // creates are done, into the run's work directory (`go tool pprof -top FILE`).
 // Writes DIR/results.json, DIR/results.md and DIR/time-to-ready.png (default tools/bench/results).
@@ -18,6 +20,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_DATABASES_PER_NAMESPACE, runCell, stopEverything, type CellResult } from './harness/cell.ts';
 import { markdownReport, ratios, summaries } from './harness/report.ts';
+import { planRounds } from './harness/rounds.ts';
 import { LIMITS, type SubjectName } from './harness/subjects.ts';
 import { renderTimeToReadyChart } from './chart.ts';
 import { referenceBinary } from './reference.ts';
@@ -34,6 +37,8 @@ const { values } = parseArgs({
     out: { type: 'string', default: join(root, 'tools', 'bench', 'results') },
     // Keep the runs already in DIR/results.json (a run of the same subject, limits and N is replaced).
     append: { type: 'boolean', default: false },
+    // With --append: add the new rounds to a cell's earlier runs instead of replacing them.
+    more: { type: 'boolean', default: false },
     'apiserver-profile': { type: 'string', default: '0' },
     repeat: { type: 'string', default: '1' },
   },
@@ -55,6 +60,7 @@ for (const s of subjects)
 if (ns.some((n) => !Number.isInteger(n) || n < 1)) throw new Error('--n: positive integers, comma-separated');
 const repeat = Number(values.repeat);
 if (!Number.isInteger(repeat) || repeat < 1) throw new Error('--repeat: a positive integer');
+if (values.more && !values.append) throw new Error('--more adds to earlier runs, so it needs --append');
 
 interface Failure {
   subject: string;
@@ -84,7 +90,7 @@ const previous =
         failures: Failure[];
       })
     : { results: [], failures: [] };
-// A cell run again replaces all of that cell's earlier runs.
+// A cell run again replaces all of that cell's earlier runs, unless --more adds to them.
 const cells = ns.flatMap((n) =>
   subjects.flatMap((subject) =>
     // The floor has no client limits to vary: it is unlimited by definition.
@@ -93,8 +99,8 @@ const cells = ns.flatMap((n) =>
 );
 const rerun = (r: { subject: string; limits: string; n: number }) =>
   cells.some((c) => c.subject === r.subject && c.limits.name === r.limits && c.n === r.n);
-const results: CellResult[] = previous.results.filter((r) => !rerun(r));
-const failures: Failure[] = previous.failures.filter((f) => !rerun(f));
+const results: CellResult[] = previous.results.filter((r) => values.more || !rerun(r));
+const failures: Failure[] = previous.failures.filter((f) => values.more || !rerun(f));
 const save = async () => {
   const doc = {
     startedAt: started,
@@ -138,11 +144,17 @@ const save = async () => {
 };
 
 for (const n of ns) {
-  const round = cells.filter((c) => c.n === n);
-  for (let run = 1; run <= repeat; run++) {
-    for (const cell of run % 2 ? round : [...round].reverse()) {
+  const earlier = [...results, ...failures].filter((r) => r.n === n && rerun(r)).map((r) => r.run ?? 1);
+  const rounds = planRounds(
+    cells.filter((c) => c.n === n),
+    repeat,
+    values.more ? earlier : [],
+  );
+  const last = rounds.at(-1)!.run;
+  for (const { run, cells: inOrder } of rounds) {
+    for (const cell of inOrder) {
       const { subject, limits: l } = cell;
-      log(`N=${n}: ${subject} (${l.name})${repeat > 1 ? `, run ${run} of ${repeat}` : ''}`);
+      log(`N=${n}: ${subject} (${l.name})${last > 1 ? `, run ${run} of ${last}` : ''}`);
       try {
         const result = await runCell({
           subject,
