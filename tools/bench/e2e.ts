@@ -144,11 +144,12 @@ const save = async () => {
 };
 
 for (const n of ns) {
-  const earlier = [...results, ...failures].filter((r) => r.n === n && rerun(r)).map((r) => r.run ?? 1);
+  // With --more, the runs kept from earlier invocations; otherwise none were kept.
+  const earlierRuns = [...results, ...failures].filter((r) => r.n === n && rerun(r)).map((r) => r.run ?? 1);
   const rounds = planRounds(
     cells.filter((c) => c.n === n),
     repeat,
-    values.more ? earlier : [],
+    earlierRuns,
   );
   const last = rounds.at(-1)!.run;
   for (const { run, cells: inOrder } of rounds) {
