@@ -35,7 +35,7 @@ const { values } = parseArgs({
     idle: { type: 'string', default: '60' },
     'per-namespace': { type: 'string', default: String(DEFAULT_DATABASES_PER_NAMESPACE) },
     out: { type: 'string', default: join(root, 'tools', 'bench', 'results') },
-    // Keep the runs already in DIR/results.json (a run of the same subject, limits and N is replaced).
+    // Keep the runs already in DIR/results.json (a cell run again has its runs replaced, unless --more).
     append: { type: 'boolean', default: false },
     // With --append: add the new rounds to a cell's earlier runs instead of replacing them.
     more: { type: 'boolean', default: false },

@@ -23,7 +23,7 @@ export interface Ratio {
   against: 'controller-runtime' | 'floor';
   /** Median ÷ median. */
   ratio: number;
-  /** Regulon's run k ÷ the other's run k, for each k both have: in one `--repeat` run, each round's pair. */
+  /** Regulon's run k ÷ the other's run k, for each k both have: each round's pair. */
   pairs: number[];
   target: number;
 }
