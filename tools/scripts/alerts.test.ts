@@ -1,28 +1,27 @@
 // The alert rules that ship (deploy/monitoring/prometheusrule.yaml) pass
 // `promtool check rules`, and `promtool test rules` shows each alert fires on
-// the failure it names, after its `for`, and stays silent on a healthy manager.
-// promtool comes with Debian's `prometheus` package (.ci/run installs it); a
-// missing promtool fails these tests rather than skipping them.
+// the failure it names, after its `for`, and stays silent on a healthy
+// manager. The series carry an overlay's job name, not the base's, and a Go
+// controller-runtime operator that fails in every way sits beside them: the
+// rules must find the manager by what it exports and leave the other alone.
+// promtool comes from ensurePrometheus() (built once, cached).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { ensurePrometheus } from '@regulon/testenv';
 import { parse, stringify } from 'yaml';
-import { ALERTS, JOB } from './alerts.ts';
+import { ALERTS } from './alerts.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'regulon-alerts-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-function promtool(...args: string[]) {
-  const r = spawnSync('promtool', args, { cwd: dir, encoding: 'utf8' });
-  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT')
-    assert.fail(
-      "promtool not found on PATH: install Debian's prometheus package (apt-get install -y prometheus); .ci/run does",
-    );
-  return r;
+async function promtool(...args: string[]) {
+  const { promtool: bin } = await ensurePrometheus();
+  return spawnSync(bin, args, { cwd: dir, encoding: 'utf8' });
 }
 
 /** The rule groups exactly as shipped: the PrometheusRule's spec is a Prometheus rules file. */
@@ -37,23 +36,65 @@ function shippedRules(): string {
   return file;
 }
 
-test('promtool check rules accepts the shipped rules', () => {
+test('promtool check rules accepts the shipped rules', async () => {
   shippedRules();
-  const r = promtool('check', 'rules', 'rules.yaml');
+  const r = await promtool('check', 'rules', 'rules.yaml');
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.match(r.stdout, new RegExp(`SUCCESS: ${ALERTS.length} rules found`));
 });
 
-const j = `job="${JOB}", namespace="regulon-system"`;
-const a = `${j}, pod="regulon-manager-a"`;
-const b = `${j}, pod="regulon-manager-b"`;
+/** The manager as an overlay names it: the job is the renamed Service, in the overlay's namespace. */
+const j = `job="acme-regulon-manager-metrics", namespace="acme-operators"`;
+const a = `${j}, instance="10.0.0.11:8080", pod="acme-regulon-manager-5c9d-a"`;
+const b = `${j}, instance="10.0.0.12:8080", pod="acme-regulon-manager-5c9d-b"`;
 const q = `controller="database", name="database"`;
-/** Two replicas, both scraped, a leads: what every case but "down" stands on. */
+const lease = 'name="regulon-manager"';
+/**
+ * A replica's `up`, and what every manager replica exports from start-up and
+ * makes it a manager target: scraped throughout, or until minute 2, after
+ * which its scrapes fail (up 0) and its series go stale, as Prometheus marks them.
+ */
+const replica = (labels: string, until: 'end' | '2m') => {
+  const values = until === 'end' ? '1x60' : '1 1 stale';
+  return [
+    { series: `up{${labels}}`, values: until === 'end' ? '1x60' : '1 1 0x60' },
+    { series: `nodejs_version_info{${labels}, version="v24.11.0"}`, values },
+    { series: `controller_runtime_max_concurrent_reconciles{${labels}, controller="database"}`, values },
+    { series: `controller_runtime_max_concurrent_reconciles{${labels}, controller="cache"}`, values },
+  ];
+};
+/**
+ * A Go operator with a `database` controller of its own, in another job: every
+ * reconcile fails and takes a minute, its queue only grows, it has no leader.
+ * Scraped fine throughout. No case below may alert about it.
+ */
+const g = `job="databases-operator", namespace="databases", instance="10.0.1.7:8080"`;
+const otherOperator = [
+  { series: `up{${g}}`, values: '1x60' },
+  { series: `go_info{${g}, version="go1.25.4"}`, values: '1x60' },
+  { series: `controller_runtime_max_concurrent_reconciles{${g}, controller="database"}`, values: '1x60' },
+  {
+    series: `controller_runtime_reconcile_total{${g}, controller="database", result="error"}`,
+    values: '0+10x60',
+  },
+  {
+    series: `controller_runtime_reconcile_time_seconds_bucket{${g}, controller="database", le="60"}`,
+    values: '0x60',
+  },
+  {
+    series: `controller_runtime_reconcile_time_seconds_bucket{${g}, controller="database", le="+Inf"}`,
+    values: '0+10x60',
+  },
+  { series: `workqueue_depth{${g}, ${q}}`, values: '0+3x60' },
+  { series: `leader_election_master_status{${g}, name="databases-operator"}`, values: '0x60' },
+];
+/** Two replicas, both scraped, a leads, with the other operator beside them: what most cases stand on. */
 const replicas = [
-  { series: `up{${a}}`, values: '1x60' },
-  { series: `up{${b}}`, values: '1x60' },
-  { series: `leader_election_master_status{${a}, name="regulon-manager"}`, values: '1x60' },
-  { series: `leader_election_master_status{${b}, name="regulon-manager"}`, values: '0x60' },
+  ...otherOperator,
+  ...replica(a, 'end'),
+  ...replica(b, 'end'),
+  { series: `leader_election_master_status{${a}, ${lease}}`, values: '1x60' },
+  { series: `leader_election_master_status{${b}, ${lease}}`, values: '0x60' },
 ];
 /** A healthy manager: reconciles succeed quickly, the queue drains as fast as it fills. */
 const healthy = [
@@ -82,39 +123,58 @@ const healthy = [
 ];
 const firing = (alertname: string, labels: string, severity: 'warning' | 'critical') =>
   `ALERTS{alertname="${alertname}", alertstate="firing", severity="${severity}"${labels ? `, ${labels}` : ''}}`;
+const noneFiringAt = (minute: number) => ({
+  expr: 'ALERTS{alertstate="firing"}',
+  eval_time: `${minute}m`,
+  exp_samples: [],
+});
 
 const ruleTests = (rulesFile: string) => ({
   rule_files: [rulesFile],
   evaluation_interval: '1m',
   tests: [
     {
-      name: 'healthy: no alert pending or firing',
+      name: 'healthy, beside a failing operator: no alert pending or firing',
       interval: '1m',
       input_series: healthy,
       promql_expr_test: [10, 30, 59].map((m) => ({ expr: 'ALERTS', eval_time: `${m}m`, exp_samples: [] })),
     },
     {
-      name: 'every replica down: RegulonManagerDown and, with no gauge left, RegulonNoLeader',
+      name: 'every replica down (scrapes fail, series go stale): RegulonManagerDown after 5 minutes, and no other',
       interval: '1m',
       input_series: [
-        { series: `up{${a}}`, values: '1 1 0x30' },
-        { series: `up{${b}}`, values: '1 1 0x30' },
-        // Scrapes fail from minute 2: the gauge goes stale, then absent.
-        { series: `leader_election_master_status{${a}, name="regulon-manager"}`, values: '1 1' },
-        { series: `leader_election_master_status{${b}, name="regulon-manager"}`, values: '0 0' },
+        ...otherOperator,
+        ...replica(a, '2m'),
+        ...replica(b, '2m'),
+        { series: `leader_election_master_status{${a}, ${lease}}`, values: '1 1 stale' },
+        { series: `leader_election_master_status{${b}, ${lease}}`, values: '0 0 stale' },
       ],
       promql_expr_test: [
-        // absent() of a comparison keeps no labels; absent() of a selector keeps its equality matchers.
-        { expr: 'ALERTS{alertstate="firing"}', eval_time: '5m', exp_samples: [] },
+        noneFiringAt(5),
         {
           expr: 'ALERTS{alertstate="firing"}',
           eval_time: '20m',
-          exp_samples: [
-            { labels: firing('RegulonManagerDown', '', 'critical'), value: 1 },
-            { labels: firing('RegulonNoLeader', `job="${JOB}"`, 'critical'), value: 1 },
-            { labels: firing('RegulonManagerReplicaDown', a, 'warning'), value: 1 },
-            { labels: firing('RegulonManagerReplicaDown', b, 'warning'), value: 1 },
-          ],
+          // absent() of an expression that is not a plain selector carries no labels.
+          exp_samples: [{ labels: firing('RegulonManagerDown', '', 'critical'), value: 1 }],
+        },
+      ],
+    },
+    {
+      name: 'one replica down, the other leading: RegulonManagerReplicaDown after 15 minutes',
+      interval: '1m',
+      input_series: [
+        ...otherOperator,
+        ...replica(a, 'end'),
+        ...replica(b, '2m'),
+        { series: `leader_election_master_status{${a}, ${lease}}`, values: '1x40' },
+        { series: `leader_election_master_status{${b}, ${lease}}`, values: '0 0 stale' },
+      ],
+      promql_expr_test: [
+        noneFiringAt(10),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '20m',
+          exp_samples: [{ labels: firing('RegulonManagerReplicaDown', b, 'warning'), value: 1 }],
         },
       ],
     },
@@ -122,30 +182,31 @@ const ruleTests = (rulesFile: string) => ({
       name: 'both replicas up, neither leads: RegulonNoLeader after 5 minutes',
       interval: '1m',
       input_series: [
-        { series: `up{${a}}`, values: '1x20' },
-        { series: `up{${b}}`, values: '1x20' },
-        { series: `leader_election_master_status{${a}, name="regulon-manager"}`, values: '1 1 0x20' },
-        { series: `leader_election_master_status{${b}, name="regulon-manager"}`, values: '0x20' },
+        ...otherOperator,
+        ...replica(a, 'end'),
+        ...replica(b, 'end'),
+        { series: `leader_election_master_status{${a}, ${lease}}`, values: '1 1 0x20' },
+        { series: `leader_election_master_status{${b}, ${lease}}`, values: '0x20' },
       ],
       promql_expr_test: [
+        noneFiringAt(6),
         {
-          expr: 'ALERTS{alertname="RegulonNoLeader", alertstate="firing"}',
-          eval_time: '6m',
-          exp_samples: [],
-        },
-        {
-          expr: 'ALERTS{alertname="RegulonNoLeader", alertstate="firing"}',
+          expr: 'ALERTS{alertstate="firing"}',
           eval_time: '9m',
-          exp_samples: [
-            {
-              labels: firing(
-                'RegulonNoLeader',
-                'name="regulon-manager", namespace="regulon-system"',
-                'critical',
-              ),
-              value: 1,
-            },
-          ],
+          exp_samples: [{ labels: firing('RegulonNoLeader', `${j}, ${lease}`, 'critical'), value: 1 }],
+        },
+      ],
+    },
+    {
+      name: 'both replicas up, neither past its cache sync (no Lease gauge at all): RegulonNoLeader after 5 minutes',
+      interval: '1m',
+      input_series: [...otherOperator, ...replica(a, 'end'), ...replica(b, 'end')],
+      promql_expr_test: [
+        noneFiringAt(4),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '9m',
+          exp_samples: [{ labels: firing('RegulonNoLeader', j, 'critical'), value: 1 }],
         },
       ],
     },
@@ -164,17 +225,13 @@ const ruleTests = (rulesFile: string) => ({
         },
       ],
       promql_expr_test: [
-        { expr: 'ALERTS{alertstate="firing"}', eval_time: '10m', exp_samples: [] },
+        noneFiringAt(10),
         {
           expr: 'ALERTS{alertstate="firing"}',
           eval_time: '25m',
           exp_samples: [
             {
-              labels: firing(
-                'RegulonReconcileErrorRatioHigh',
-                'controller="database", namespace="regulon-system"',
-                'warning',
-              ),
+              labels: firing('RegulonReconcileErrorRatioHigh', `${j}, controller="database"`, 'warning'),
               value: 1,
             },
           ],
@@ -187,10 +244,10 @@ const ruleTests = (rulesFile: string) => ({
       input_series: [
         ...replicas,
         { series: `workqueue_depth{${a}, ${q}}`, values: '0+2x60' },
-        { series: `workqueue_depth{${a}, controller="other", name="other"}`, values: '0+5x5 25-5x5 0x50' },
+        { series: `workqueue_depth{${a}, controller="cache", name="cache"}`, values: '0+5x5 25-5x5 0x50' },
       ],
       promql_expr_test: [
-        { expr: 'ALERTS{alertstate="firing"}', eval_time: '10m', exp_samples: [] },
+        noneFiringAt(10),
         {
           expr: 'ALERTS{alertstate="firing"}',
           eval_time: '40m',
@@ -217,17 +274,13 @@ const ruleTests = (rulesFile: string) => ({
         },
       ],
       promql_expr_test: [
-        { expr: 'ALERTS{alertstate="firing"}', eval_time: '10m', exp_samples: [] },
+        noneFiringAt(10),
         {
           expr: 'ALERTS{alertstate="firing"}',
           eval_time: '25m',
           exp_samples: [
             {
-              labels: firing(
-                'RegulonReconcileSlow',
-                'controller="database", namespace="regulon-system"',
-                'warning',
-              ),
+              labels: firing('RegulonReconcileSlow', `${j}, controller="database"`, 'warning'),
               value: 1,
             },
           ],
@@ -237,9 +290,9 @@ const ruleTests = (rulesFile: string) => ({
   ],
 });
 
-test('promtool test rules: each alert fires on its failure after its for, and none on a healthy manager', () => {
+test('promtool test rules: each alert fires on its failure after its for, none on a healthy manager, none for another operator', async () => {
   writeFileSync(join(dir, 'tests.yaml'), stringify(ruleTests(shippedRules())));
-  const r = promtool('test', 'rules', 'tests.yaml');
+  const r = await promtool('test', 'rules', 'tests.yaml');
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.match(r.stdout + r.stderr, /SUCCESS/);
 });
@@ -253,4 +306,8 @@ test('every alert is covered by a firing case above, with a runbook-style descri
     );
     assert.ok(alert.annotations.description.length > 60, `${alert.alert} says what to check`);
   }
+});
+
+test('no rule selects on job: the scraper names it, and an overlay renames the Service it defaults to', () => {
+  for (const alert of ALERTS) assert.doesNotMatch(alert.expr, /\bjob\s*(=|!=|=~|!~)\s*"/, alert.alert);
 });

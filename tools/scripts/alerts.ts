@@ -1,16 +1,33 @@
 // The manager's alerts, as code: written to deploy/monitoring/prometheusrule.yaml
 // (a monitoring.coreos.com/v1 PrometheusRule) by generate.ts, and checked by
-// tools/scripts/deploy.test.ts with promtool and against a real Prometheus.
+// tools/scripts/alerts.test.ts with promtool and by deploy.test.ts against a
+// real Prometheus scraping a renamed installation.
+import { CONTROLLERS } from '@regulon/manager';
 import { stringify } from 'yaml';
 import { MANAGER, NAMESPACE } from './rbac.ts';
 
 /**
- * The `job` label of the manager's series: the ServiceMonitor's default job
- * label is the Service's name. Every query selects on it, so another
- * controller-runtime operator in the same Prometheus is never mixed in.
+ * The `controller` label of the manager's controller_runtime_* and workqueue_*
+ * series: the names of the controllers it runs, which no overlay renames.
  */
-export const JOB = 'regulon-manager-metrics';
-const job = `job="${JOB}"`;
+export const MANAGER_CONTROLLERS = `controller=~"${CONTROLLERS.map((c) => c.name).join('|')}"`;
+
+/**
+ * Keeps a vector to the series of Node.js processes. A Go controller-runtime
+ * operator exports the same metric names, and may well have a controller named
+ * `database` or `cache`; only Regulon exports them from Node.js.
+ */
+const ON_NODE = 'and on (job, instance) nodejs_version_info';
+
+/**
+ * One series per manager controller per scraped manager replica, leader or
+ * standby (both export it from start-up), whatever Prometheus calls the job.
+ * The job is the scraper's choice: the ServiceMonitor names it after the
+ * Service, which a kustomize `namePrefix` renames, and a hand-written scrape
+ * config names it anything. So nothing here selects on `job`; alerts group by
+ * it, so that two installations in one Prometheus stay apart.
+ */
+export const MANAGER_TARGETS = `controller_runtime_max_concurrent_reconciles{${MANAGER_CONTROLLERS}} ${ON_NODE}`;
 
 export interface AlertRule {
   alert: string;
@@ -26,12 +43,15 @@ export const THRESHOLDS = {
   p99Seconds: 10,
 } as const;
 
+const c = MANAGER_CONTROLLERS;
+const rate5m = (series: string) => `rate(${series}[5m]) ${ON_NODE}`;
+
 export const ALERTS: readonly AlertRule[] = [
   {
     alert: 'RegulonReconcileErrorRatioHigh',
     // Over every reconcile result, so a controller that mostly succeeds but fails one object in ten shows.
-    expr: `sum by (namespace, controller) (rate(controller_runtime_reconcile_total{${job}, result="error"}[5m]))
-  / sum by (namespace, controller) (rate(controller_runtime_reconcile_total{${job}}[5m]))
+    expr: `sum by (job, namespace, controller) (${rate5m(`controller_runtime_reconcile_total{${c}, result="error"}`)})
+  / sum by (job, namespace, controller) (${rate5m(`controller_runtime_reconcile_total{${c}}`)})
 > ${THRESHOLDS.errorRatio}`,
     for: '15m',
     labels: { severity: 'warning' },
@@ -43,31 +63,33 @@ export const ALERTS: readonly AlertRule[] = [
   {
     alert: 'RegulonWorkQueueGrowing',
     // deriv() over 15 minutes, held for 15 more: a backlog that keeps growing, not a burst that drains.
-    expr: `deriv(workqueue_depth{${job}}[15m]) > 0 and workqueue_depth{${job}} > 0`,
+    expr: `(deriv(workqueue_depth{${c}}[15m]) > 0 and workqueue_depth{${c}} > 0) ${ON_NODE}`,
     for: '15m',
     labels: { severity: 'warning' },
     annotations: {
       summary: 'Regulon {{ $labels.controller }} work queue keeps growing',
       description:
-        'The {{ $labels.controller }} work queue on {{ $labels.pod }} has grown for 15 minutes (depth {{ $value }}): reconciles are not keeping up. Check reconcile latency, API request latency and the concurrency flag.',
+        'The {{ $labels.controller }} work queue on {{ $labels.instance }} {{ $labels.pod }} has grown for 15 minutes (depth {{ $value }}): reconciles are not keeping up. Check reconcile latency, API request latency and the concurrency flag.',
     },
   },
   {
     alert: 'RegulonNoLeader',
-    // absent(): no replica reports the gauge at all (none running, or none scraped).
-    expr: `max by (namespace, name) (leader_election_master_status{${job}}) < 1
-or absent(leader_election_master_status{${job}})`,
+    // Replicas run and report the Lease but none holds it; or they run and report
+    // no Lease at all: the gauge appears once the caches have synced, so a
+    // manager stuck before that (missing RBAC, say) shows here too.
+    expr: `max by (job, namespace, name) (leader_election_master_status and on (job, instance) (${MANAGER_TARGETS})) < 1
+or group by (job, namespace) (${MANAGER_TARGETS}) unless on (job, namespace) leader_election_master_status`,
     for: '5m',
     labels: { severity: 'critical' },
     annotations: {
       summary: 'Regulon has no leader',
       description:
-        'No regulon-manager replica has held the Lease {{ $labels.name }} for 5 minutes: nothing is being reconciled. Check the manager Pods, their logs (leader-election) and the Lease in the manager namespace.',
+        'The regulon-manager replicas of {{ $labels.job }} in {{ $labels.namespace }} run, but for 5 minutes none has held the Lease {{ $labels.name }} (or, with no Lease named, none has synced its caches and started campaigning): nothing is being reconciled. Check the manager logs (leader-election, caches synced) and the Lease in the manager namespace.',
     },
   },
   {
     alert: 'RegulonReconcileSlow',
-    expr: `histogram_quantile(0.99, sum by (namespace, controller, le) (rate(controller_runtime_reconcile_time_seconds_bucket{${job}}[5m])))
+    expr: `histogram_quantile(0.99, sum by (job, namespace, controller, le) (${rate5m(`controller_runtime_reconcile_time_seconds_bucket{${c}}`)}))
 > ${THRESHOLDS.p99Seconds}`,
     for: '15m',
     labels: { severity: 'warning' },
@@ -78,25 +100,29 @@ or absent(leader_election_master_status{${job}})`,
   },
   {
     alert: 'RegulonManagerDown',
-    // No replica scraped up: covers a crash loop, a missing Deployment and a broken scrape alike.
-    expr: `absent(up{${job}} == 1)`,
+    // No scraped target is a manager: a crash loop, a missing Deployment and a
+    // broken scrape alike. A failed scrape marks the target's series stale at
+    // once, so this does not wait for them to age out.
+    expr: `absent(${MANAGER_TARGETS})`,
     for: '5m',
     labels: { severity: 'critical' },
     annotations: {
       summary: 'Regulon manager is down',
       description:
-        'No regulon-manager replica has been scraped successfully for 5 minutes. Check the Deployment in the manager namespace and the ServiceMonitor.',
+        'No regulon-manager replica has been scraped successfully for 5 minutes. Check the Deployment in the manager namespace, and that Prometheus scrapes its metrics Service (the ServiceMonitor, or your scrape config).',
     },
   },
   {
     alert: 'RegulonManagerReplicaDown',
-    expr: `up{${job}} == 0`,
+    // A target of a job (and namespace) that has a live manager target is down.
+    // When every replica is down there is none, and RegulonManagerDown fires instead.
+    expr: `up == 0 and on (job, namespace) group by (job, namespace) (${MANAGER_TARGETS})`,
     for: '15m',
     labels: { severity: 'warning' },
     annotations: {
       summary: 'A Regulon manager replica is down',
       description:
-        '{{ $labels.pod }} has not been scraped for 15 minutes: the manager runs without a standby, so a failure of the leader stops reconciling until a new Pod starts.',
+        '{{ $labels.instance }} {{ $labels.pod }} of {{ $labels.job }} has not been scraped for 15 minutes while another replica runs: the manager runs without a standby, so a failure of the leader stops reconciling until a new Pod starts.',
     },
   },
 ];

@@ -2,6 +2,11 @@
 // deploy/grafana/regulon.json by generate.ts. Panels are declared as data
 // first (DASHBOARD_ROWS) so tests can run every query against a real
 // Prometheus and know which panels may legitimately be empty.
+//
+// It follows Grafana's dashboard linter (github.com/grafana/dashboard-linter,
+// whose rules dashboard-lint.ts checks in the unit tests): a datasource
+// variable, `job` and `instance` variables that every query filters on, so the
+// dashboard works whatever the scrape job is called, and $__rate_interval.
 import * as common from '@grafana/grafana-foundation-sdk/common';
 import {
   DashboardBuilder,
@@ -17,7 +22,7 @@ import {
 import { DataqueryBuilder } from '@grafana/grafana-foundation-sdk/prometheus';
 import { PanelBuilder as StatPanelBuilder } from '@grafana/grafana-foundation-sdk/stat';
 import { PanelBuilder as TimeseriesPanelBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
-import { JOB } from './alerts.ts';
+import { MANAGER_CONTROLLERS, MANAGER_TARGETS } from './alerts.ts';
 
 export const DASHBOARD_UID = 'regulon-manager';
 
@@ -46,9 +51,12 @@ export interface RowSpec {
   panels: PanelSpec[];
 }
 
-/** Selectors shared by every query; $namespace/$pod/$controller are the dashboard's variables. */
-const target = `job="${JOB}", namespace=~"$namespace", pod=~"$pod"`;
+/** Selectors shared by every query; $job/$instance/$controller are the dashboard's variables. */
+const target = `job=~"$job", instance=~"$instance"`;
 const ctl = `${target}, controller=~"$controller"`;
+/** One series per manager replica: `instance` always exists, `pod` where the scrape adds it (the ServiceMonitor does). */
+const replica = 'instance, pod';
+const replicaLegend = '{{instance}} {{pod}}';
 const rate = (metric: string, sel: string) => `rate(${metric}{${sel}}[$__rate_interval])`;
 const quantiles = (metric: string, sel: string, by: string, legend: string): PanelQuery[] =>
   [0.5, 0.9, 0.99].map((q) => ({
@@ -221,7 +229,12 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         unit: 'none',
         width: 6,
         showName: true,
-        queries: [{ expr: `leader_election_master_status{${target}} == 1`, legend: '{{pod}}' }],
+        queries: [
+          {
+            expr: `max by (${replica}) (leader_election_master_status{${target}}) == 1`,
+            legend: replicaLegend,
+          },
+        ],
       },
       {
         title: 'Leader by pod',
@@ -229,7 +242,9 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         kind: 'timeseries',
         unit: 'none',
         width: 12,
-        queries: [{ expr: `max by (pod) (leader_election_master_status{${target}})`, legend: '{{pod}}' }],
+        queries: [
+          { expr: `max by (${replica}) (leader_election_master_status{${target}})`, legend: replicaLegend },
+        ],
       },
     ],
   },
@@ -269,7 +284,12 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         width: 6,
         kind: 'timeseries',
         unit: 'short',
-        queries: [{ expr: `sum by (pod) (${rate('process_cpu_seconds_total', target)})`, legend: '{{pod}}' }],
+        queries: [
+          {
+            expr: `sum by (${replica}) (${rate('process_cpu_seconds_total', target)})`,
+            legend: replicaLegend,
+          },
+        ],
       },
       {
         title: 'Memory',
@@ -277,7 +297,9 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         width: 6,
         kind: 'timeseries',
         unit: 'bytes',
-        queries: [{ expr: `sum by (pod) (process_resident_memory_bytes{${target}})`, legend: '{{pod}}' }],
+        queries: [
+          { expr: `sum by (${replica}) (process_resident_memory_bytes{${target}})`, legend: replicaLegend },
+        ],
       },
       {
         title: 'Heap',
@@ -287,8 +309,14 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         kind: 'timeseries',
         unit: 'bytes',
         queries: [
-          { expr: `sum by (pod) (nodejs_heap_size_used_bytes{${target}})`, legend: '{{pod}} used' },
-          { expr: `sum by (pod) (nodejs_heap_size_total_bytes{${target}})`, legend: '{{pod}} total' },
+          {
+            expr: `sum by (${replica}) (nodejs_heap_size_used_bytes{${target}})`,
+            legend: `${replicaLegend} used`,
+          },
+          {
+            expr: `sum by (${replica}) (nodejs_heap_size_total_bytes{${target}})`,
+            legend: `${replicaLegend} total`,
+          },
         ],
       },
       {
@@ -299,30 +327,62 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         kind: 'timeseries',
         unit: 's',
         queries: [
-          { expr: `max by (pod) (nodejs_eventloop_lag_p50_seconds{${target}})`, legend: '{{pod}} p50' },
-          { expr: `max by (pod) (nodejs_eventloop_lag_p99_seconds{${target}})`, legend: '{{pod}} p99' },
+          {
+            expr: `max by (${replica}) (nodejs_eventloop_lag_p50_seconds{${target}})`,
+            legend: `${replicaLegend} p50`,
+          },
+          {
+            expr: `max by (${replica}) (nodejs_eventloop_lag_p99_seconds{${target}})`,
+            legend: `${replicaLegend} p99`,
+          },
         ],
       },
     ],
   },
 ];
 
-/** Grafana template variables: label_values() queries, tested against Prometheus's label API. */
-export const VARIABLES = [
-  { name: 'namespace', label: 'Namespace', query: `label_values(up{job="${JOB}"}, namespace)`, multi: false },
+export interface VariableSpec {
+  name: string;
+  label: string;
+  /** label_values(selector, label) or query_result(PromQL), as Grafana's Prometheus data source runs them. */
+  query: string;
+  /** query_result(): picks the value out of each result line (`{job="..."} 1 <time>`). */
+  regex?: string;
+  /** Offers "All" (`.+`) and selects it by default; without it, the first value is the default. */
+  all: boolean;
+}
+
+/**
+ * The dashboard's query variables, in order (each may use those before it).
+ * `job` defaults to the first job, by name, whose targets are manager replicas
+ * (MANAGER_TARGETS): the dashboard finds the manager whatever the scrape job is
+ * called, and a job holding another controller-runtime operator is not offered.
+ * It has no "All": that would mix in every job's series.
+ */
+export const VARIABLES: readonly VariableSpec[] = [
   {
-    name: 'pod',
-    label: 'Pod',
-    query: `label_values(up{job="${JOB}", namespace=~"$namespace"}, pod)`,
-    multi: true,
+    name: 'job',
+    label: 'Job',
+    query: `query_result(group by (job) (${MANAGER_TARGETS}))`,
+    regex: '/job="([^"]+)"/',
+    all: false,
+  },
+  {
+    name: 'instance',
+    label: 'Instance',
+    query: `label_values(controller_runtime_max_concurrent_reconciles{job=~"$job", ${MANAGER_CONTROLLERS}}, instance)`,
+    all: true,
   },
   {
     name: 'controller',
     label: 'Controller',
-    query: `label_values(controller_runtime_reconcile_total{job="${JOB}", namespace=~"$namespace"}, controller)`,
-    multi: true,
+    query: `label_values(controller_runtime_max_concurrent_reconciles{${target}, ${MANAGER_CONTROLLERS}}, controller)`,
+    all: true,
   },
-] as const;
+];
+
+/** What "All" means for a variable: the linter asks for `.+` (any value, but the label must be there). */
+export const ALL_VALUE = '.+';
 
 const datasource = { type: 'prometheus', uid: '${datasource}' };
 
@@ -385,29 +445,33 @@ export function dashboard(): Dashboard {
       'Regulon controllers: reconciles, work queues, leader election, Kubernetes API requests and the Node.js process. Generated by tools/scripts/dashboards.ts.',
     )
     .tags(['regulon', 'kubernetes', 'controller-runtime'])
-    .editable()
+    // Provisioned from a ConfigMap or a file, which overwrites edits made in Grafana.
+    .readonly()
     .tooltip(DashboardCursorSync.Crosshair)
     .refresh('30s')
     .time({ from: 'now-1h', to: 'now' })
     .timezone('browser')
     .withVariable(new DatasourceVariableBuilder('datasource').label('Data source').type('prometheus'));
   for (const v of VARIABLES) {
-    b.withVariable(
-      new QueryVariableBuilder(v.name)
-        .label(v.label)
-        .query({ query: v.query, refId: 'PrometheusVariableQueryEditor-VariableQuery' })
-        .definition(v.query)
-        .datasource(datasource)
-        .refresh(VariableRefresh.OnTimeRangeChanged)
-        .sort(VariableSort.AlphabeticalAsc)
-        .multi(v.multi)
-        .includeAll(v.multi)
-        .allValue('.*'),
-    );
+    const q = new QueryVariableBuilder(v.name)
+      .label(v.label)
+      .query({ query: v.query, refId: 'PrometheusVariableQueryEditor-VariableQuery' })
+      .definition(v.query)
+      .datasource(datasource)
+      .refresh(VariableRefresh.OnTimeRangeChanged)
+      .sort(VariableSort.AlphabeticalAsc)
+      .multi(true)
+      .includeAll(v.all)
+      .allValue(ALL_VALUE);
+    if (v.regex) q.regex(v.regex);
+    if (v.all) q.current({ selected: true, text: 'All', value: '$__all' });
+    b.withVariable(q);
   }
+  // Stable ids: links to one panel (viewPanel=<id>) survive regenerating.
+  let id = 0;
   for (const row of DASHBOARD_ROWS) {
-    b.withRow(new RowBuilder(row.title));
-    for (const p of row.panels) b.withPanel(panel(p));
+    b.withRow(new RowBuilder(row.title).id(++id));
+    for (const p of row.panels) b.withPanel(panel(p).id(++id));
   }
   return b.build();
 }

@@ -3,7 +3,7 @@
 // (every registered controller). Adding a kind or a controller is then one
 // `npm run generate`, and `--check` fails when someone forgets it.
 import { join, relative } from 'node:path';
-import { CONTROLLERS, OPTIONS, type ControllerRegistration } from '@regulon/manager';
+import { CONTROLLERS, OPTIONS, controllerOptionKeys, type ControllerRegistration } from '@regulon/manager';
 import { stringify } from 'yaml';
 import { prometheusRuleYaml } from './alerts.ts';
 import { dashboardJson } from './dashboards.ts';
@@ -22,11 +22,11 @@ interface EnvOption {
 
 /** The env variables of a controller's flags (`--<name>-enabled`, `--<name>-concurrency`), with their defaults. */
 export function controllerEnv(name: string): Array<{ name: string; value: string }> {
-  const key = name.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  const keys = controllerOptionKeys(name);
   const options = OPTIONS as unknown as Record<string, EnvOption | undefined>;
-  return ['Enabled', 'Concurrency'].map((suffix) => {
-    const o = options[`${key}${suffix}`];
-    if (!o) throw new Error(`controller ${name} has no ${key}${suffix} option: is it in CONTROLLERS?`);
+  return [keys.enabled, keys.concurrency].map((key) => {
+    const o = options[key];
+    if (!o) throw new Error(`controller ${name} has no ${key} option: is it in CONTROLLERS?`);
     return { name: o.env, value: String(o.default) };
   });
 }

@@ -1,7 +1,10 @@
 // `npm test`: every check CI runs, in order, failing fast.
 //   1. formatting, generated-file drift, lint, typecheck, build (no cluster needed)
-//   2. every project's tests, against one real control plane for the whole run
-//   3. a one-line summary of the test counts, aggregated from JUnit reports
+//   2. the real parts the tests run against, built from the Go module proxy on
+//      a machine's first run and reused from the versioned cache after that:
+//      the control plane, and Prometheus with promtool (alerts, dashboard)
+//   3. every project's tests, against one real control plane for the whole run
+//   4. a one-line summary of the test counts, aggregated from JUnit reports
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { run, steps } from './run.ts';
@@ -16,6 +19,16 @@ await steps([
   ['format', 'prettier', ['--check', '.']],
   ['generated files', process.execPath, [join(root, 'tools', 'scripts', 'generate.ts'), '--check']],
   ['lint, typecheck, build', 'npx', [...nx, '-t', 'lint', 'typecheck', 'build']],
+  [
+    'control plane (cached; a first build takes about 15 min)',
+    'bash',
+    [join(root, 'tools', 'control-plane', 'build.sh')],
+  ],
+  [
+    'prometheus (cached; a first build takes a few min)',
+    'bash',
+    [join(root, 'tools', 'prometheus', 'build.sh')],
+  ],
 ]);
 
 // Tests are not cached: they talk to a live control plane, and a replayed

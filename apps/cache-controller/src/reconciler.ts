@@ -5,6 +5,7 @@ import {
   applyChild,
   deleteChildIfControlled,
   applyStatusIfChanged,
+  conditionMatches,
   createSecretOnce,
   generatePassword,
   isControlledBy,
@@ -145,8 +146,13 @@ export class CacheReconciler implements Reconciler {
   }
 
   async #finish(cache: CacheObject, observed: Observed, ctx: ReconcileContext): Promise<Result | void> {
-    if (observed.problem)
-      this.#events.event(cache, 'Warning', observed.problem.reason, 'Reconcile', observed.problem.message);
+    // On the change only: the Degraded condition already reports a problem it has seen.
+    const problem = observed.problem;
+    if (
+      problem &&
+      !conditionMatches(cache.status?.conditions, { type: 'Degraded', status: 'True', ...problem })
+    )
+      this.#events.event(cache, 'Warning', problem.reason, 'Reconcile', problem.message);
     const status = computeStatus(cache, observed);
     const wrote = await applyStatusIfChanged(this.#mgr.client, Cache.type, cache, status, {
       fieldManager: FIELD_MANAGER,

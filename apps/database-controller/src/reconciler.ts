@@ -5,6 +5,7 @@ import {
   applyChild,
   deleteChildIfControlled,
   applyStatusIfChanged,
+  conditionMatches,
   createSecretOnce,
   generatePassword,
   isControlledBy,
@@ -128,8 +129,10 @@ export class DatabaseReconciler implements Reconciler {
     observed: Parameters<typeof computeStatus>[1],
     ctx: ReconcileContext,
   ): Promise<Result | void> {
-    if (observed.problem)
-      this.#events.event(db, 'Warning', observed.problem.reason, 'Reconcile', observed.problem.message);
+    // On the change only: the Degraded condition already reports a problem it has seen.
+    const problem = observed.problem;
+    if (problem && !conditionMatches(db.status?.conditions, { type: 'Degraded', status: 'True', ...problem }))
+      this.#events.event(db, 'Warning', problem.reason, 'Reconcile', problem.message);
     const status = computeStatus(db, observed);
     const wrote = await applyStatusIfChanged(this.#mgr.client, Database.type, db, status, {
       fieldManager: FIELD_MANAGER,

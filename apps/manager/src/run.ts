@@ -1,30 +1,37 @@
 import { KubeClient } from '@regulon/client';
 import {
   LeadershipLostError,
+  ListenError,
   Manager,
+  controllerOptionKeys,
   createLogger,
   logUnhandledRejections,
   runCli,
   setupTracing,
   stopOnSignals,
-  type ConfigOf,
 } from '@regulon/runtime';
 import { Registry } from 'prom-client';
 import { CONTROLLERS } from './controllers.ts';
 import { OPTIONS, inCluster, ownNamespace } from './options.ts';
 
-type Config = ConfigOf<typeof OPTIONS>;
-
-function enabled(config: Config, name: string): { on: boolean; concurrency: number } {
-  const key = name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
-  const c = config as unknown as Record<string, boolean | number>;
-  return { on: c[`${key}Enabled`] === true, concurrency: Number(c[`${key}Concurrency`]) };
+/** The controllers `config` switches on, each with its concurrency; found by the one name-to-key conversion. */
+export function enabledControllers<C extends { name: string }>(
+  config: Readonly<Record<string, unknown>>,
+  controllers: readonly C[],
+): Array<{ controller: C; concurrency: number }> {
+  return controllers.flatMap((controller) => {
+    const keys = controllerOptionKeys(controller.name);
+    return config[keys.enabled] === true
+      ? [{ controller, concurrency: Number(config[keys.concurrency]) }]
+      : [];
+  });
 }
 
-/** Parses the configuration (exit 2 on bad input), wires every enabled controller and runs until stopped. Returns the exit code. */
+/** Parses the configuration (exit 2 on bad input or an address it cannot listen on), wires every enabled controller and runs until stopped. Returns the exit code. */
 export async function run(
   argv: readonly string[] = process.argv.slice(2),
   env: NodeJS.ProcessEnv = process.env,
+  stderr: { write(line: string): unknown } = process.stderr,
 ): Promise<number> {
   const config = runCli(OPTIONS, {
     program: 'regulon-manager',
@@ -61,9 +68,7 @@ export async function run(
     },
   });
   const on: string[] = [];
-  for (const controller of CONTROLLERS) {
-    const { on: isOn, concurrency } = enabled(config, controller.name);
-    if (!isOn) continue;
+  for (const { controller, concurrency } of enabledControllers(config, CONTROLLERS)) {
     controller.setup(mgr, { maxConcurrentReconciles: concurrency });
     on.push(controller.name);
   }
@@ -74,6 +79,12 @@ export async function run(
     await mgr.start();
     return 0;
   } catch (err) {
+    if (err instanceof ListenError) {
+      // A busy port is a configuration problem like a bad flag: one line saying which flag, exit 2.
+      const option = err.role === 'metrics' ? OPTIONS.metricsBindAddress : OPTIONS.healthProbeBindAddress;
+      stderr.write(`${err.message}: choose another with --${option.flag}\n`);
+      return 2;
+    }
     logger.error(
       { err },
       err instanceof LeadershipLostError

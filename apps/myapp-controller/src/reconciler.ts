@@ -6,6 +6,7 @@ import {
   applyChild,
   deleteChildIfControlled,
   applyStatusIfChanged,
+  conditionMatches,
   derivePhase,
   isControlledBy,
   setCondition,
@@ -227,8 +228,12 @@ export class MyAppReconciler implements Reconciler {
     const all = [...components, deploymentComponent];
 
     if (problems.length) {
-      set('Degraded', true, problems[0]!.reason, problems.map((p) => p.message).join('; '));
-      for (const p of problems) this.#events.event(app, 'Warning', p.reason, 'Reconcile', p.message);
+      const reason = problems[0]!.reason;
+      const message = problems.map((p) => p.message).join('; ');
+      // On the change only: the Degraded condition already reports problems it has seen.
+      if (!conditionMatches(c, { type: 'Degraded', status: 'True', reason, message }))
+        for (const p of problems) this.#events.event(app, 'Warning', p.reason, 'Reconcile', p.message);
+      set('Degraded', true, reason, message);
     } else set('Degraded', false, 'AsExpected', 'No problems found');
     const unready = all.filter((x) => !x.ready);
     if (unready.length === 0 && !problems.length)

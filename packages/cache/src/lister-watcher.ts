@@ -15,6 +15,8 @@ export interface WatchRequest {
   timeoutSeconds: number;
   sendInitialEvents?: boolean;
   signal: AbortSignal;
+  /** Called once the server has accepted the watch, before any event. */
+  onOpen?: () => void;
 }
 
 /** The two calls a reflector makes; a seam so that its loop doesn't depend on HTTP. */
@@ -45,6 +47,7 @@ export function listerWatcher<T extends KubeObject>(
         allowWatchBookmarks: true,
         timeoutSeconds: req.timeoutSeconds,
         signal: req.signal,
+        ...(req.onOpen ? { onOpen: req.onOpen } : {}),
         ...(req.resourceVersion !== undefined ? { resourceVersion: req.resourceVersion } : {}),
         ...(req.sendInitialEvents ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : {}),
       }),

@@ -39,6 +39,12 @@ async function* hang(req: WatchRequest): AsyncIterable<WatchEvent<KubeObject>> {
   yield* [];
 }
 
+/** A watch the server accepts and keeps open, silent, until aborted: a quiet scope. */
+async function* openQuiet(req: WatchRequest): AsyncIterable<WatchEvent<KubeObject>> {
+  req.onOpen?.();
+  yield* hang(req);
+}
+
 function events(...evs: WatchEvent<KubeObject>[]): WatchScript {
   return async function* () {
     await Promise.resolve();
@@ -147,6 +153,48 @@ describe('Reflector', () => {
       ['10', '10', '10', '10'],
       'each retry resumes from the same version',
     );
+    await h.stop();
+  });
+
+  test('the failing time runs from the first failure, and a watch the server accepts and keeps open ends it without any event', async () => {
+    const s = new Script();
+    s.lists.push(() => ({ items: [], resourceVersion: '10' }));
+    // What a fresh API server answers while its watch cache is still initialising.
+    const fail: WatchScript = () => ({
+      [Symbol.asyncIterator]: () => ({
+        next: () => Promise.reject(new Error('storage is (re)initializing')),
+      }),
+    });
+    s.watches.push(fail, fail, fail, openQuiet);
+    const h = harness(s);
+    await until(() => h.reflector.health().consecutiveFailures >= 1, 'a failure');
+    const since = h.reflector.health().failingSince;
+    assert.equal(typeof since, 'number');
+    await until(() => s.watchCalls.length === 4, 'the fourth watch is open');
+    assert.equal(h.reflector.health().failingSince, since, 'later failures keep the first failure time');
+    await until(() => h.reflector.health().consecutiveFailures === 0, 'recovered while quiet');
+    assert.equal(h.reflector.health().failingSince, undefined);
+    assert.equal(h.reflector.health().lastError, undefined);
+    assert.equal(s.listCalls, 1);
+    await h.stop();
+  });
+
+  test('a watch that the server closes right after accepting it does not end the failure', async () => {
+    const s = new Script();
+    s.lists.push(() => ({ items: [], resourceVersion: '10' }));
+    const flap: WatchScript = (req) => ({
+      [Symbol.asyncIterator]: () => ({
+        next: () => {
+          req.onOpen?.();
+          return Promise.resolve({ done: true, value: undefined });
+        },
+      }),
+    });
+    s.watches.push(flap, flap, flap);
+    const h = harness(s);
+    await until(() => h.reflector.health().consecutiveFailures >= 3, 'three failures in a row');
+    assert.match(h.reflector.health().lastError ?? '', /closed immediately/);
+    assert.equal(typeof h.reflector.health().failingSince, 'number');
     await h.stop();
   });
 

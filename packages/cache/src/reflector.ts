@@ -14,7 +14,11 @@ export const MIN_WATCH_TIMEOUT_SECONDS = 300;
  * connection, a stuck proxy) and the reflector reconnects.
  */
 export const STALL_GRACE_MS = 30_000;
-/** A watch that ends sooner than this without any event counts as a failure, so a flapping server can't cause a hot loop. */
+/**
+ * A watch that ends sooner than this without any event counts as a failure, so
+ * a flapping server can't cause a hot loop; one that the server accepted and
+ * kept open this long counts as a recovery, even with no event to show for it.
+ */
 const SHORT_WATCH_MS = 1_000;
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
@@ -44,6 +48,12 @@ export interface ReflectorHealth {
   watching: boolean;
   /** Failed list/watch attempts since the last success; 0 when healthy. */
   consecutiveFailures: number;
+  /**
+   * When the first of the current failures happened (ms since epoch); absent
+   * when healthy. A list, or a watch that the server accepted and kept open,
+   * ends the failure; how long ago this was is how stale the cache may be.
+   */
+  failingSince?: number;
   lastError?: string;
   lastErrorAt?: number;
   /** When the last event or bookmark arrived (ms since epoch). */
@@ -141,6 +151,7 @@ export class Reflector<T extends KubeObject> {
         const failures = ++this.#health.consecutiveFailures;
         this.#health.lastError = message(err);
         this.#health.lastErrorAt = Date.now();
+        this.#health.failingSince ??= this.#health.lastErrorAt;
         const wait = backoffDelay(failures, this.#o.backoff ?? DEFAULT_BACKOFF);
         this.#log.warn(
           { informer: this.#o.name, err: message(err), failures, retryInMs: Math.round(wait) },
@@ -186,6 +197,7 @@ export class Reflector<T extends KubeObject> {
     outer.addEventListener('abort', onOuterAbort, { once: true });
     let stalled = false;
     let timer: NodeJS.Timeout | undefined;
+    let recovered: NodeJS.Timeout | undefined;
     const arm = () => {
       clearTimeout(timer);
       timer = setTimeout(() => {
@@ -203,6 +215,9 @@ export class Reflector<T extends KubeObject> {
       const stream = this.#o.listerWatcher.watch({
         timeoutSeconds,
         signal: controller.signal,
+        onOpen: () => {
+          recovered = setTimeout(() => this.#succeeded(), SHORT_WATCH_MS);
+        },
         ...(resourceVersion !== undefined ? { resourceVersion } : {}),
         ...(streamingInitial ? { sendInitialEvents: true } : {}),
       });
@@ -224,6 +239,7 @@ export class Reflector<T extends KubeObject> {
       throw err;
     } finally {
       clearTimeout(timer);
+      clearTimeout(recovered);
       outer.removeEventListener('abort', onOuterAbort);
       this.#health.watching = false;
     }
@@ -274,6 +290,7 @@ export class Reflector<T extends KubeObject> {
 
   #succeeded(): void {
     this.#health.consecutiveFailures = 0;
+    delete this.#health.failingSince;
     delete this.#health.lastError;
   }
 }

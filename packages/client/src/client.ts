@@ -140,6 +140,7 @@ export class KubeClient {
     }
     const typeMeta = opts.metadataOnly ? undefined : { apiVersion: apiVersionOf(type), kind: type.kind };
     try {
+      opts.onOpen?.();
       yield* decodeWatch<T>(stream.response, typeMeta);
     } catch (err) {
       if (signal?.aborted) return;

@@ -15,6 +15,11 @@ export interface WatchOptions {
   metadataOnly?: boolean;
   /** Aborting ends the iteration without an error and destroys the socket. */
   signal?: AbortSignal;
+  /**
+   * Called once the server has accepted the watch (status 200), before any
+   * event: in a quiet scope that is the only sign that the watch works.
+   */
+  onOpen?: () => void;
 }
 
 /**

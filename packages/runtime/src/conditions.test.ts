@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   CONDITION_MESSAGE_MAX_BYTES,
+  conditionMatches,
   conditionsEqual,
   findCondition,
   isConditionFalse,
@@ -181,5 +182,31 @@ describe('conditionsEqual', () => {
     assert.equal(conditionsEqual(two, [...two].reverse()), true);
     assert.equal(conditionsEqual(undefined, []), true);
     assert.equal(conditionsEqual(undefined, base), false);
+  });
+});
+
+describe('conditionMatches', () => {
+  const degraded = setCondition(
+    [],
+    { type: 'Degraded', status: 'True', reason: 'SecretMissing', message: 'Secret s is missing' },
+    t0,
+  );
+  test('true only when the condition already says the same status, reason and message', () => {
+    const same = {
+      type: 'Degraded',
+      status: 'True',
+      reason: 'SecretMissing',
+      message: 'Secret s is missing',
+    } as const;
+    assert.equal(conditionMatches(degraded, same), true);
+    assert.equal(conditionMatches(degraded, { ...same, status: 'False' }), false);
+    assert.equal(conditionMatches(degraded, { ...same, reason: 'ChildConflict' }), false);
+    assert.equal(conditionMatches(degraded, { ...same, message: 'Secret t is missing' }), false);
+    assert.equal(conditionMatches(degraded, { ...same, type: 'Ready' }), false);
+    assert.equal(conditionMatches(undefined, same), false);
+  });
+  test('compares an oversized message as setCondition stored it', () => {
+    const update = { type: 'Degraded', status: 'True', reason: 'Long', message: 'é'.repeat(20_000) } as const;
+    assert.equal(conditionMatches(setCondition([], update, t0), update), true);
   });
 });

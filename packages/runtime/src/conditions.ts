@@ -104,6 +104,28 @@ export function isConditionFalse(conditions: readonly Condition[] | undefined, t
 }
 
 /**
+ * True when `conditions` already state `update`: the condition of its type
+ * has the same status, reason and message (cut as setCondition cuts it).
+ * What an Event that accompanies a condition is emitted on: the change, not
+ * every reconcile that finds the same state. An event recorder aggregates
+ * repeats only in memory, so a restarted manager, or a new leader, would
+ * otherwise write one more Event per object for a state its status already
+ * reports.
+ */
+export function conditionMatches(
+  conditions: readonly Condition[] | undefined,
+  update: ConditionUpdate,
+): boolean {
+  const c = findCondition(conditions, update.type);
+  return (
+    c !== undefined &&
+    c.status === update.status &&
+    c.reason === update.reason &&
+    (c.message ?? '') === truncateUtf8(update.message ?? '', CONDITION_MESSAGE_MAX_BYTES)
+  );
+}
+
+/**
  * True when both lists hold the same conditions, compared field by field
  * (transition times included) and regardless of order: a reordering alone is
  * not worth a status write. Missing lists equal empty ones.

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import {
   ConfigError,
+  camelCaseKey,
+  controllerOptionKeys,
   controllerOptions,
   defineOptions,
   helpText,
@@ -458,6 +460,39 @@ describe('controllerOptions', () => {
     assert.throws(() => controllerOptions(['MyApp']), /must be lowercase kebab-case/);
     assert.throws(() => controllerOptions(['db', 'db']), /listed twice/);
     assert.throws(() => controllerOptions(['db'], { concurrency: 100 }), /out of range/);
+  });
+
+  test('a digit after a hyphen: redis-2 is redis2 in every key, found by controllerOptionKeys', () => {
+    assert.equal(camelCaseKey('redis-2'), 'redis2');
+    assert.equal(camelCaseKey('my-app-v2'), 'myAppV2');
+    assert.equal(camelCaseKey('a-1-b'), 'a1B');
+    const options = controllerOptions(['redis-2', 'my-app-v2']);
+    assert.deepEqual(Object.keys(options), [
+      'redis2Enabled',
+      'redis2Concurrency',
+      'myAppV2Enabled',
+      'myAppV2Concurrency',
+    ]);
+    assert.equal(options.redis2Enabled.flag, 'redis-2-enabled');
+    assert.equal(options.redis2Enabled.env, 'REGULON_REDIS_2_ENABLED');
+    for (const name of ['redis-2', 'my-app-v2']) {
+      const keys = controllerOptionKeys(name);
+      assert.ok(keys.enabled in options && keys.concurrency in options, name);
+    }
+    const { config } = load(
+      ['--no-redis-2-enabled', '--my-app-v2-concurrency=3'],
+      {},
+      defineOptions(options),
+    );
+    const typed: { redis2Enabled: boolean; myAppV2Concurrency: number } = config;
+    assert.deepEqual([typed.redis2Enabled, typed.myAppV2Concurrency], [false, 3]);
+  });
+
+  test('two names that would share keys are refused, not silently merged', () => {
+    assert.throws(
+      () => controllerOptions(['redis-2', 'redis2']),
+      /controllers "redis-2" and "redis2" would share the option redis2Enabled/,
+    );
   });
 });
 

@@ -15,7 +15,7 @@ import { KubeClient, Kinds, type ResourceType } from '@regulon/client';
 import { start, type TestEnv } from '@regulon/testenv';
 import { Registry } from 'prom-client';
 import { createLogger } from './logging.ts';
-import { Manager } from './manager.ts';
+import { Manager, type ManagerOptions } from './manager.ts';
 import { TerminalError, type ReconcileContext, type Request } from './reconcile.ts';
 import { parsePrometheusText, sampleValue } from './testing/prometheus.ts';
 import { eventually } from './testing/wait.ts';
@@ -66,7 +66,7 @@ describe('Manager and controller', () => {
       ctx: ReconcileContext,
       mgr: Manager,
     ) => Promise<{ requeueAfter?: number } | void>,
-    opts: { maxConcurrentReconciles?: number; forType?: ResourceType } = {},
+    opts: { maxConcurrentReconciles?: number; forType?: ResourceType; manager?: ManagerOptions } = {},
   ): Promise<Harness> {
     const registry = new Registry();
     const logs = new LogCapture();
@@ -78,6 +78,7 @@ describe('Manager and controller', () => {
       healthBindAddress: '127.0.0.1:0',
       namespace,
       gracefulShutdownTimeoutMs: 5000,
+      ...opts.manager,
     });
     mgr
       .controller('test-configmaps')
@@ -222,6 +223,77 @@ describe('Manager and controller', () => {
       },
     ]);
     await eventually('ready after sync', async () => (await h.get('/readyz')).status === 200, 60_000);
+    h.mgr.stop();
+    await h.running;
+  });
+
+  test('/readyz fails once an API server outage outlasts the threshold, and is ready again as soon as the watch is back', async () => {
+    const ns = await env.newNamespace('rt-outage');
+    const thresholdMs = 3000;
+    const h = await harness(ns, async () => {}, { manager: { informerUnhealthyAfterMs: thresholdMs } });
+    await eventually('ready after sync', async () => (await h.get('/readyz')).status === 200);
+    const failures = () => h.mgr.informers.status().reduce((n, s) => n + s.health.consecutiveFailures, 0);
+    const stoppedAt = Date.now();
+    await env.controlPlane.stopAPIServer();
+    try {
+      await eventually('the informer is failing', () => failures() > 0, 30_000);
+      const unreadyAt = await eventually(
+        'unready during the outage',
+        async () => (await h.get('/readyz')).status === 503 && Date.now(),
+        thresholdMs + 30_000,
+      );
+      assert.ok(
+        unreadyAt - stoppedAt > thresholdMs,
+        `unready ${unreadyAt - stoppedAt} ms after the API server stopped, before the ${thresholdMs} ms threshold`,
+      );
+      const unready = await h.get('/readyz?verbose');
+      assert.match(unready.body, /\[-\]informers failed: .*ConfigMap/);
+      assert.match(unready.body, /\[\+\]cache-sync ok/);
+    } finally {
+      await env.controlPlane.startAPIServer();
+    }
+    // The namespace is quiet: nothing but the re-opened watch can show the recovery.
+    await eventually(
+      'ready soon after the API server is back',
+      async () => (await h.get('/readyz')).status === 200,
+      30_000,
+    );
+    assert.equal(failures(), 0);
+    h.mgr.stop();
+    await h.running;
+  });
+
+  test('one update event runs one reconcile, though the old and the new object both map to its key', async () => {
+    const ns = await env.newNamespace('rt-one-event');
+    const reconciles = new Map<string, number>();
+    const h = await harness(
+      ns,
+      (req) => {
+        reconciles.set(req.name, (reconciles.get(req.name) ?? 0) + 1);
+        return Promise.resolve();
+      },
+      // One idle worker: it takes the first add of a key at once, so a second add runs again.
+      { maxConcurrentReconciles: 1 },
+    );
+    await eventually('synced', async () => (await h.get('/readyz')).status === 200);
+    const cms = client.resource<V1ConfigMap>(Kinds.ConfigMap);
+    // The worker is FIFO: once a marker created later has been reconciled, every
+    // reconcile queued before it has run.
+    const quiet = async (marker: string) => {
+      await cms.create(cm(ns, marker));
+      await eventually(`${marker} reconciled`, () => reconciles.has(marker));
+    };
+    await cms.create(cm(ns, 'annotated'));
+    await quiet('marker-created');
+    assert.equal(reconciles.get('annotated'), 1, 'the create reconciled once');
+    await cms.patch(
+      'annotated',
+      { metadata: { annotations: { 'regulon.dev/touched': 'once' } } },
+      { type: 'merge', namespace: ns },
+    );
+    await eventually('the update reconciled', () => reconciles.get('annotated')! >= 2);
+    await quiet('marker-updated');
+    assert.equal(reconciles.get('annotated'), 2, 'one more reconcile for the one update event');
     h.mgr.stop();
     await h.running;
   });

@@ -40,7 +40,11 @@ export interface ControllerOptions {
 export interface Runnable {
   readonly name: string;
   readonly needLeaderElection: boolean;
-  /** Runs until `signal` aborts; resolves after in-flight work has finished (or `drainSignal` aborts). */
+  /**
+   * Runs until `signal` aborts, from when it starts no new work; resolves
+   * after in-flight work has finished, or has been aborted because
+   * `drainSignal` aborted.
+   */
   start(signal: AbortSignal, drainSignal?: AbortSignal): Promise<void>;
 }
 
@@ -102,10 +106,15 @@ export class Controller implements Runnable {
     this.#metrics.panics.inc({ controller: this.name }, 0);
   }
 
-  /** Feeds the queue from an informer's events, mapped to requests and filtered by predicates. */
+  /**
+   * Feeds the queue from an informer's events, mapped to requests and
+   * filtered by predicates. One event adds each key it maps to once: a second
+   * add of a key that an idle worker already took would run a second reconcile.
+   */
   watch<T extends KubeObject>(informer: Informer<T>, map: MapFunc<T>, predicates: Predicate<T>[] = []): void {
-    const enqueue = (obj: T) => {
-      for (const req of map(obj)) this.queue.add(requestKey(req));
+    const enqueue = (...objs: T[]) => {
+      const keys = new Set(objs.flatMap((obj) => map(obj).map(requestKey)));
+      for (const key of keys) this.queue.add(key);
     };
     this.#unsubscribe.push(
       informer.addEventHandler({
@@ -113,10 +122,8 @@ export class Controller implements Runnable {
           if (predicates.every((p) => p.create?.(obj) ?? true)) enqueue(obj);
         },
         onUpdate: (old, obj) => {
-          if (!predicates.every((p) => p.update?.(old, obj) ?? true)) return;
-          enqueue(obj);
           // An update can move the object to another owner or mapping: wake the old one too.
-          if (old !== obj) enqueue(old);
+          if (predicates.every((p) => p.update?.(old, obj) ?? true)) enqueue(obj, old);
         },
         onDelete: (obj) => {
           if (predicates.every((p) => p.delete?.(obj) ?? true)) enqueue(obj);
@@ -125,12 +132,16 @@ export class Controller implements Runnable {
     );
   }
 
-  /** Runs the workers until `signal` aborts, then lets in-flight reconciles finish unless `drainSignal` aborts first. */
+  /**
+   * Runs the workers until `signal` aborts; from then on no worker takes an
+   * item, queued ones included, and in-flight reconciles finish unless
+   * `drainSignal` aborts first, which aborts their signals.
+   */
   async start(signal: AbortSignal, drainSignal?: AbortSignal): Promise<void> {
     if (this.#started) throw new Error(`controller ${this.name} already started`);
     this.#started = true;
     this.#log.info({ workers: this.#workers }, 'starting workers');
-    const workers = Array.from({ length: this.#workers }, () => this.#worker());
+    const workers = Array.from({ length: this.#workers }, () => this.#worker(signal));
     await new Promise<void>((resolve) => {
       if (signal.aborted) resolve();
       else signal.addEventListener('abort', () => resolve(), { once: true });
@@ -144,10 +155,17 @@ export class Controller implements Runnable {
     this.#log.info('stopped');
   }
 
-  async #worker(): Promise<void> {
-    for (;;) {
+  async #worker(stop: AbortSignal): Promise<void> {
+    while (!stop.aborted) {
       const next = await this.queue.get();
       if (next.shutdown) return;
+      // The queue hands out what it holds until it is empty, also after
+      // shutDown (client-go's semantics), and a stop can land while this
+      // worker waited: what was taken but not started is dropped.
+      if (stop.aborted) {
+        this.queue.done(next.item);
+        return;
+      }
       try {
         await this.#process(next.item);
       } finally {

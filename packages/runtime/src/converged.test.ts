@@ -42,6 +42,53 @@ describe('isSubset', () => {
   });
 });
 
+describe('isSubset compares in the form the API server stores', () => {
+  it('takes what omitempty drops (empty lists and maps, "", 0, false) as matching an absent value', () => {
+    const live = { spec: { containers: [{ name: 'redis', image: 'redis:7' }] } };
+    assert.equal(isSubset({ spec: { containers: [{ name: 'redis', env: [] }] } }, live), true);
+    assert.equal(isSubset({ spec: { containers: [{ name: 'redis', args: [], ports: [] }] } }, live), true);
+    assert.equal(isSubset({ metadata: { labels: {}, annotations: {} } }, {}), true);
+    assert.equal(isSubset({ spec: { x: { a: [], b: { c: '' } }, y: 0, z: false } }, live), true);
+  });
+  it('still sees a non-empty value that is missing, and an empty one where the live value is not', () => {
+    const live = { spec: { containers: [{ name: 'redis', env: [{ name: 'A', value: '1' }] }] } };
+    assert.equal(isSubset({ spec: { containers: [{ name: 'redis', env: [] }] } }, live), false);
+    assert.equal(isSubset({ spec: { containers: [{ name: 'redis', args: ['x'] }] } }, live), false);
+    assert.equal(isSubset({ spec: { x: { a: [1] } } }, live), false);
+    assert.equal(isSubset({ spec: { y: 0 } }, { spec: { y: 3 } }), false);
+    assert.equal(isSubset({ spec: { z: false } }, { spec: { z: true } }), false);
+    assert.equal(isSubset({ spec: { s: '' } }, { spec: { s: '10.0.0.1' } }), false);
+  });
+  it('takes a quantity as matching its canonical form, whatever the spelling or type desired', () => {
+    const resources = (requests: Record<string, unknown>, limits: Record<string, unknown>) => ({
+      spec: { containers: [{ name: 'db', resources: { requests, limits } }] },
+    });
+    const live = resources({ cpu: '1', memory: '1Gi' }, { memory: '1073741824' });
+    assert.equal(isSubset(resources({ cpu: '1000m', memory: '1024Mi' }, { memory: 1073741824 }), live), true);
+    assert.equal(isSubset(resources({ cpu: '1', memory: '1Gi' }, { memory: '1073741824' }), live), true);
+    assert.equal(
+      isSubset(
+        { spec: { resources: { requests: { storage: '1024Mi' } } } },
+        { spec: { resources: { requests: { storage: '1Gi' } } } },
+      ),
+      true,
+    );
+  });
+  it('takes the milli rounding of requests and limits, and the nano precision of other quantities', () => {
+    assert.equal(isSubset({ requests: { cpu: '100u' } }, { requests: { cpu: '1m' } }), true);
+    assert.equal(isSubset({ emptyDir: { sizeLimit: '100u' } }, { emptyDir: { sizeLimit: '100u' } }), true);
+    assert.equal(isSubset({ requests: { cpu: '1001u' } }, { requests: { cpu: '1m' } }), false);
+  });
+  it('sees a different amount, and a live spelling the API server would never store', () => {
+    const live = { spec: { requests: { cpu: '1', memory: '1Gi' }, tag: '1024Mi', n: 1024 } };
+    assert.equal(isSubset({ spec: { requests: { cpu: '1001m' } } }, live), false);
+    assert.equal(isSubset({ spec: { requests: { memory: '1025Mi' } } }, live), false);
+    assert.equal(isSubset({ spec: { tag: '1Gi' } }, live), false, 'the same amount, but not canonical live');
+    assert.equal(isSubset({ spec: { n: '1Ki' } }, live), false, 'a number live is never a quantity');
+    assert.equal(isSubset({ spec: { requests: { cpu: 'one' } } }, live), false);
+  });
+});
+
 interface ConfigMapLike {
   apiVersion: string;
   kind: string;

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { canonicalQuantity } from './quantity.ts';
 
 /**
  * Deciding, from the cache alone, that a server-side apply would change
@@ -50,13 +51,23 @@ export function appliedHash(body: unknown): string {
 }
 
 /**
- * Whether `live` has every value `desired` sets: objects key by key, arrays
- * element by element with the same length, scalars by strict equality.
+ * Whether `live` has every value `desired` sets, compared in the API server's
+ * normal form: objects key by key, arrays element by element with the same
+ * length, scalars by strict equality, except for what the server rewrites
+ * when it stores an object:
+ *  - a value Go's `omitempty` drops (an empty list or map, `""`, `0`,
+ *    `false`, or an object holding only such values) matches an absent one:
+ *    a Pod template's `env: []` is not there when read back. An absent live
+ *    value can also mean someone removed an empty pointer struct (or a zero
+ *    a pointer field held) that the apply would restore; that drift is let
+ *    be, where the alternative is an apply on every reconcile, forever;
+ *  - a quantity matches its canonical form (see sameQuantity).
  * Extra fields on `live` (defaults, status, other managers) don't matter.
  */
 export function isSubset(desired: unknown, live: unknown): boolean {
   if (desired === undefined) return true;
-  if (desired === null || typeof desired !== 'object') return desired === live;
+  if (live === undefined && isOmittedWhenEmpty(desired)) return true;
+  if (desired === null || typeof desired !== 'object') return desired === live || sameQuantity(desired, live);
   if (Array.isArray(desired)) {
     return (
       Array.isArray(live) && live.length === desired.length && desired.every((d, i) => isSubset(d, live[i]))
@@ -64,7 +75,39 @@ export function isSubset(desired: unknown, live: unknown): boolean {
   }
   if (live === null || typeof live !== 'object' || Array.isArray(live)) return false;
   const l = live as Record<string, unknown>;
-  return Object.entries(desired as Record<string, unknown>).every(([k, v]) => isSubset(v, l[k]));
+  for (const key in desired) {
+    if (!isSubset((desired as Record<string, unknown>)[key], l[key])) return false;
+  }
+  return true;
+}
+
+/** What Go's encoding/json leaves out of a field tagged `omitempty`, counting an object of such values as one. */
+function isOmittedWhenEmpty(value: unknown): boolean {
+  if (value === '' || value === 0 || value === false || value === undefined) return true;
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.length === 0;
+  for (const key in value) if (!isOmittedWhenEmpty((value as Record<string, unknown>)[key])) return false;
+  return true;
+}
+
+/**
+ * Whether `live` is how the API server stores the quantity `desired` (`1Gi`
+ * for `1024Mi`, `1` for `1000m`, `1073741824` for the number 1073741824; see
+ * canonicalQuantity), with or without the milli rounding it gives
+ * ResourceList values (requests, limits, storage).
+ *
+ * Decided by the values, not by a list of paths: quantities sit at many
+ * paths in many kinds, and a list would silently miss one. That is safe for
+ * fields that are not quantities: a plain string field keeps exactly what was
+ * applied, so for it `live` differs from `desired` only after someone else
+ * changed it, and that someone would have to have written the very same
+ * amount in the API server's spelling of it. Only that spelling matches, not
+ * any equal amount: the server never stores `1024Mi`, so a live `1024Mi`
+ * against a desired `1Gi` is such an edit, and is reverted.
+ */
+function sameQuantity(desired: unknown, live: unknown): boolean {
+  if (typeof live !== 'string' || (typeof desired !== 'string' && typeof desired !== 'number')) return false;
+  return canonicalQuantity(desired) === live || canonicalQuantity(desired, { milli: true }) === live;
 }
 
 interface Annotated {

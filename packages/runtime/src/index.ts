@@ -10,6 +10,7 @@ export {
   DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
   DEFAULT_METRICS_BIND_ADDRESS,
   DEFAULT_HEALTH_BIND_ADDRESS,
+  INFORMER_UNHEALTHY_AFTER_MS,
 } from './manager.ts';
 export type { ManagerOptions, LeaderElectionConfig } from './manager.ts';
 export { generationChanged, labelsChanged, annotationsChanged, and, or, predicate } from './predicates.ts';
@@ -17,7 +18,8 @@ export type { Predicate } from './predicates.ts';
 export { enqueueObject, enqueueControllerOwner } from './handlers.ts';
 export type { MapFunc } from './handlers.ts';
 export { controllerMetrics, registerProcessMetrics, RECONCILE_TIME_BUCKETS } from './metrics.ts';
-export { MetricsServer, HealthServer, parseBindAddress } from './servers.ts';
+export { MetricsServer, HealthServer, ListenError, parseBindAddress } from './servers.ts';
+export type { ServerRole } from './servers.ts';
 export { createLogger, REDACTED_PATHS, DEFAULT_LOG_LEVEL } from './logging.ts';
 export { setupTracing, tracingConfigured } from './tracing.ts';
 export { applyChild, childApplyBody, deleteChildIfControlled } from './apply.ts';
@@ -62,6 +64,7 @@ export {
   isConditionTrue,
   isConditionFalse,
   conditionsEqual,
+  conditionMatches,
   isValidConditionReason,
 } from './conditions.ts';
 export type { Condition, ConditionUpdate, ConditionStatus } from './conditions.ts';
@@ -80,4 +83,5 @@ export {
   contentHash,
   MANAGED_BY,
 } from './workloads.ts';
-export { quantityValue } from './quantity.ts';
+export { canonicalQuantity, quantityValue } from './quantity.ts';
+export type { CanonicalQuantityOptions } from './quantity.ts';

@@ -17,7 +17,11 @@ export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
 export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 30_000;
 export const DEFAULT_METRICS_BIND_ADDRESS = ':8080';
 export const DEFAULT_HEALTH_BIND_ADDRESS = ':8081';
-/** An informer failing for longer than this makes /readyz fail: a cache that is stale must not look healthy. */
+/**
+ * An informer whose list/watch has been failing for longer than this, counted
+ * from its first failure, makes /readyz fail: a cache that may be this stale
+ * must not look healthy. Shorter outages (an API server rollout) don't flap it.
+ */
 export const INFORMER_UNHEALTHY_AFTER_MS = 60_000;
 
 export interface LeaderElectionConfig {
@@ -42,6 +46,8 @@ export interface ManagerOptions {
   leaderElection?: LeaderElectionConfig;
   cacheSyncTimeoutMs?: number;
   gracefulShutdownTimeoutMs?: number;
+  /** /readyz fails while an informer has been failing for longer than this (default {@link INFORMER_UNHEALTHY_AFTER_MS}). */
+  informerUnhealthyAfterMs?: number;
   /** Restrict the cache of namespaced kinds to this namespace. */
   namespace?: string;
 }
@@ -90,15 +96,12 @@ export class Manager {
     this.health.addHealthCheck('ping', () => ({ ok: true }));
     this.health.addReadyCheck('cache-sync', () => ({ ok: this.#synced }));
     this.health.addReadyCheck('leader-election', () => ({ ok: this.#electionRunning }));
+    const unhealthyAfterMs = options.informerUnhealthyAfterMs ?? INFORMER_UNHEALTHY_AFTER_MS;
     this.health.addReadyCheck('informers', () => {
       const now = Date.now();
       const failing = this.informers
         .status()
-        .filter(
-          (s) =>
-            s.health.consecutiveFailures > 0 &&
-            now - (s.health.lastEventAt ?? 0) > INFORMER_UNHEALTHY_AFTER_MS,
-        );
+        .filter((s) => s.health.failingSince !== undefined && now - s.health.failingSince > unhealthyAfterMs);
       return failing.length
         ? { ok: false, detail: failing.map((s) => `${s.name}: ${s.health.lastError}`).join('; ') }
         : { ok: true };
@@ -169,7 +172,14 @@ export class Manager {
     const metricsPort = await this.metricsServer.listen(
       this.#o.metricsBindAddress ?? DEFAULT_METRICS_BIND_ADDRESS,
     );
-    const healthPort = await this.health.listen(this.#o.healthBindAddress ?? DEFAULT_HEALTH_BIND_ADDRESS);
+    let healthPort: number;
+    try {
+      healthPort = await this.health.listen(this.#o.healthBindAddress ?? DEFAULT_HEALTH_BIND_ADDRESS);
+    } catch (err) {
+      // A listening metrics server would keep the process alive after start() failed.
+      await this.metricsServer.close();
+      throw err;
+    }
     this.logger.info({ metricsPort, healthPort, identity: this.identity }, 'manager starting');
     try {
       this.informers.start(cacheStop.signal);

@@ -15,13 +15,58 @@ export function parseBindAddress(addr: string): { host: string | undefined; port
   return { host, port };
 }
 
-async function listen(server: Server, addr: string): Promise<number | undefined> {
-  const bind = parseBindAddress(addr);
+/** Which of the manager's servers an address is for. */
+export type ServerRole = 'metrics' | 'health';
+
+// What each listen failure says about the address, for someone choosing another one.
+const LISTEN_FAILURES: Record<string, string> = {
+  EADDRINUSE: 'is in use',
+  EACCES: 'needs privileges this process lacks (ports below 1024 usually do)',
+  EADDRNOTAVAIL: 'is not an address of this machine',
+  ENOTFOUND: 'names a host that does not resolve',
+  EAI_AGAIN: 'names a host that does not resolve',
+};
+
+/**
+ * A metrics or health server could not listen on its address. Its message is
+ * one line for the person running the binary, not a stack (`metrics address
+ * 127.0.0.1:8080 is in use`, `health probe address :8081 is in use`): the
+ * binary adds the flag that changes the address and exits 2, as for any other
+ * bad configuration.
+ */
+export class ListenError extends Error {
+  override readonly name = 'ListenError';
+  readonly role: ServerRole;
+  readonly address: string;
+  /** The system error code (`EADDRINUSE`), if there was one. */
+  readonly code: string | undefined;
+
+  constructor(role: ServerRole, address: string, cause: unknown) {
+    const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+    const why =
+      (code && LISTEN_FAILURES[code]) ??
+      (code ? `cannot be listened on (${code})` : 'is not valid (host:port, :port, port, or 0 to disable)');
+    super(`${role === 'health' ? 'health probe' : role} address ${address} ${why}`, { cause });
+    this.role = role;
+    this.address = address;
+    this.code = code;
+  }
+}
+
+async function listen(server: Server, addr: string, role: ServerRole): Promise<number | undefined> {
+  let bind: ReturnType<typeof parseBindAddress>;
+  try {
+    bind = parseBindAddress(addr);
+  } catch (err) {
+    throw new ListenError(role, addr, err);
+  }
   if (!bind) return undefined;
+  const { host, port } = bind;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(bind.port, bind.host, () => {
-      server.off('error', reject);
+    const fail = (err: Error) => reject(new ListenError(role, addr, err));
+    server.once('error', fail);
+    server.listen(port, host, () => {
+      server.off('error', fail);
       resolve();
     });
   });
@@ -47,7 +92,7 @@ export class MetricsServer {
   }
 
   async listen(addr: string): Promise<number | undefined> {
-    this.port = await listen(this.#server, addr);
+    this.port = await listen(this.#server, addr, 'metrics');
     return this.port;
   }
 
@@ -106,7 +151,7 @@ export class HealthServer {
   }
 
   async listen(addr: string): Promise<number | undefined> {
-    this.port = await listen(this.#server, addr);
+    this.port = await listen(this.#server, addr, 'health');
     return this.port;
   }
 

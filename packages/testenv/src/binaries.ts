@@ -39,8 +39,31 @@ function layout(dir: string): Binaries {
 export async function ensureBinaries(log: (line: string) => void = () => {}): Promise<Binaries> {
   const override = process.env['REGULON_CONTROL_PLANE_BIN'];
   if (override) return layout(override);
-  const script = join(repoRoot(), 'tools', 'control-plane', 'build.sh');
-  const dir = await new Promise<string>((resolve, reject) => {
+  return layout(await runBuildScript(['tools', 'control-plane', 'build.sh'], log));
+}
+
+export interface PrometheusBinaries {
+  prometheus: string;
+  promtool: string;
+}
+
+/**
+ * Returns a current Prometheus server and promtool (the version pinned in
+ * tools/prometheus/versions.env), built from the Go module proxy the first
+ * time and cached like the control plane: the alert and dashboard checks run
+ * against what users run, not against whatever a distribution packages.
+ * REGULON_PROMETHEUS_BIN points at a prebuilt directory instead.
+ */
+export async function ensurePrometheus(log: (line: string) => void = () => {}): Promise<PrometheusBinaries> {
+  const dir =
+    process.env['REGULON_PROMETHEUS_BIN'] ?? (await runBuildScript(['tools', 'prometheus', 'build.sh'], log));
+  return { prometheus: join(dir, 'prometheus'), promtool: join(dir, 'promtool') };
+}
+
+/** Runs one of the repository's cached-build scripts; its last line of output is the bin dir. */
+async function runBuildScript(path: string[], log: (line: string) => void): Promise<string> {
+  const script = join(repoRoot(), ...path);
+  return new Promise<string>((resolve, reject) => {
     const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -50,8 +73,7 @@ export async function ensureBinaries(log: (line: string) => void = () => {}): Pr
     child.on('error', reject);
     child.on('exit', (code) => {
       if (code === 0) resolve(out.trim().split('\n').pop() ?? '');
-      else reject(new Error(`tools/control-plane/build.sh exited with ${code}`));
+      else reject(new Error(`${path.join('/')} exited with ${code}`));
     });
   });
-  return layout(dir);
 }

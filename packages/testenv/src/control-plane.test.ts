@@ -16,7 +16,8 @@ import { eventually, start, type TestEnv } from './index.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ControlPlane } from './control-plane.ts';
+import { ControlPlane, DEFAULT_START_TIMEOUT_MS } from './control-plane.ts';
+import { ensureBinaries } from './binaries.ts';
 import { shardDigits } from './kwok-stages.ts';
 import { repoRoot } from './paths.ts';
 
@@ -312,5 +313,29 @@ describe('control plane with volume shards', () => {
       const sts = await apps.readNamespacedStatefulSet({ name: 'sharded', namespace });
       return sts.status?.readyReplicas === replicas ? sts : undefined;
     });
+  });
+});
+
+describe('control plane start timeout', () => {
+  test('covers starting, not building: a binaries provider slower than the timeout still starts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'regulon-testenv-slow-build-'));
+    // A cold build is many minutes; rather than wait them out, the provider
+    // moves the start clock on by more than the whole start timeout.
+    let skewMs = 0;
+    const now = () => Date.now() + skewMs;
+    const startTimeoutMs = DEFAULT_START_TIMEOUT_MS;
+    const binaries = async () => {
+      const bins = await ensureBinaries();
+      skewMs += 2 * startTimeoutMs;
+      return bins;
+    };
+    let cp: ControlPlane | undefined;
+    try {
+      cp = await ControlPlane.start({ dir, nodes: 1, startTimeoutMs, binaries, now });
+      assert.equal(await cp.readyNodes(), 1);
+    } finally {
+      await cp?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

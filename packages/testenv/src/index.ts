@@ -8,7 +8,7 @@ export {
   type ScaleOptions,
   type ControlPlaneState,
 } from './control-plane.ts';
-export { ensureBinaries, type Binaries } from './binaries.ts';
+export { ensureBinaries, ensurePrometheus, type Binaries, type PrometheusBinaries } from './binaries.ts';
 export { repoRoot, defaultClusterDir } from './paths.ts';
 export { eventually } from './wait.ts';
 export { freePorts } from './ports.ts';

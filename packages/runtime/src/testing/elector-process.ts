@@ -1,6 +1,7 @@
 // A manager process for leader-election tests: one leader-only controller over
 // the ConfigMaps of $NAMESPACE whose reconcile takes $RECONCILE_MS. Prints one
-// JSON line per event on stdout: leading, reconcile-start, reconcile-end, exit.
+// JSON line per event on stdout: leading, reconcile-start, reconcile-end,
+// stopping (SIGTERM received), exit.
 import { KubeClient, Kinds } from '@regulon/client';
 import type { DestinationStream } from 'pino';
 import { Manager } from '../manager.ts';
@@ -52,6 +53,8 @@ const leading = setInterval(() => {
     clearInterval(leading);
   }
 }, 20);
+// Registered before the manager's handler, so the line precedes everything the stop causes.
+process.once('SIGTERM', () => say('stopping'));
 stopOnSignals(mgr);
 mgr.start().then(
   () => {
