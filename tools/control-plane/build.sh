@@ -25,20 +25,9 @@ complete() {
   [ -f "$bin/kwok-stages.yaml" ] && [ -f "$bin/kwok-storageclass.yaml" ]
 }
 
-if [ "${1:-}" = "--print" ] || complete; then
-  echo "$bin"
-  exit 0
-fi
-
-mkdir -p "$cache_root"
-# One build at a time per machine: a second caller waits, then finds it done.
-exec 9>"$cache_root/.build.lock"
-flock 9
-if complete; then echo "$bin"; exit 0; fi
-
-staging="$(mktemp -d "$cache_root/.staging.XXXXXX")"
-trap 'rm -rf "$staging"' EXIT
-start=$(date +%s)
+# shellcheck source=../lib/cached-build.sh
+source "$here/../lib/cached-build.sh"
+begin_cached_build "$@"
 # GOTOOLCHAIN=auto lets an older Go fetch the toolchain the go.mod files ask for.
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 
@@ -79,9 +68,4 @@ for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat
 done > "$staging/kwok-stages.yaml"
 cp "$stage_dir/volume/fast/storage-class.yaml" "$staging/kwok-storageclass.yaml"
 
-mkdir -p "$(dirname "$bin")"
-rm -rf "$bin"
-mv "$staging" "$bin"
-trap - EXIT
-log "built in $(( $(date +%s) - start ))s into $bin"
-echo "$bin"
+finish_cached_build control-plane

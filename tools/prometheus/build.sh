@@ -6,7 +6,6 @@
 #   tools/prometheus/build.sh --print  print bin dir only, build nothing
 #
 # REGULON_CACHE_DIR overrides the cache root (default ~/.cache/regulon).
-# Same layout and locking as tools/control-plane/build.sh.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,20 +18,9 @@ bin="$cache_root/$key/bin"
 
 complete() { [ -x "$bin/prometheus" ] && [ -x "$bin/promtool" ]; }
 
-if [ "${1:-}" = "--print" ] || complete; then
-  echo "$bin"
-  exit 0
-fi
-
-mkdir -p "$cache_root"
-# One build at a time per machine: a second caller waits, then finds it done.
-exec 9>"$cache_root/.build.lock"
-flock 9
-if complete; then echo "$bin"; exit 0; fi
-
-staging="$(mktemp -d "$cache_root/.staging.XXXXXX")"
-trap 'rm -rf "$staging"' EXIT
-start=$(date +%s)
+# shellcheck source=../lib/cached-build.sh
+source "$here/../lib/cached-build.sh"
+begin_cached_build "$@"
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 
 # remove_all_sd keeps only static, file and HTTP service discovery: the tests
@@ -45,9 +33,4 @@ echo "[prometheus] building prometheus and promtool $PROMETHEUS_VERSION" >&2
   github.com/prometheus/prometheus/cmd/prometheus \
   github.com/prometheus/prometheus/cmd/promtool) >&2
 
-mkdir -p "$(dirname "$bin")"
-rm -rf "$bin"
-mv "$staging" "$bin"
-trap - EXIT
-echo "[prometheus] built in $(($(date +%s) - start)) s into $bin" >&2
-echo "$bin"
+finish_cached_build prometheus
