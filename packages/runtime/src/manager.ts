@@ -172,7 +172,7 @@ export class Manager {
     const metricsPort = await this.metricsServer.listen(
       this.#o.metricsBindAddress ?? DEFAULT_METRICS_BIND_ADDRESS,
     );
-    let healthPort: number;
+    let healthPort: number | undefined;
     try {
       healthPort = await this.health.listen(this.#o.healthBindAddress ?? DEFAULT_HEALTH_BIND_ADDRESS);
     } catch (err) {
