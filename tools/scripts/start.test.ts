@@ -33,7 +33,7 @@ test('npm start: control plane, CRDs, manager and samples, all Ready', async () 
     // kubectl get database,cache,myapp as printed at the end: every sample Ready.
     assert.match(started.out, /orders\s+postgres\s+16\.8\s+2\s+2\s+Ready/);
     assert.match(started.out, /sessions\s+redis\s+8\.0\.6\s+2\s+2\s+Ready/);
-    assert.match(started.out, /shop\s+True\s+Ready\s+Ready\s+2\/2/);
+    assert.match(started.out, /shop\s+2\s+2\/2\s+Ready\s+Ready\s+Ready/);
   } finally {
     await run([join(import.meta.dirname, '..', '..', 'packages', 'testenv', 'src', 'cli.ts'), 'down']);
     rmSync(dir, { recursive: true, force: true });

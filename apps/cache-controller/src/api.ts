@@ -1,13 +1,4 @@
-import {
-  Conditions,
-  defineKind,
-  Immutable,
-  Quantity,
-  Type,
-  WithRules,
-  type KindObject,
-  Phase,
-} from '@regulon/crd';
+import { Conditions, defineKind, Quantity, Type, WithRules, type KindObject, Phase } from '@regulon/crd';
 import { ENGINE_VERSIONS, EVICTION_POLICIES } from './versions.ts';
 
 export const GROUP = 'regulon.dev';
@@ -36,13 +27,10 @@ export const PERSISTENCE_OFF_MESSAGE =
 
 export const CacheSpec = WithRules(
   Type.Object({
-    engine: Immutable(
-      Type.Union([Type.Literal('redis'), Type.Literal('memcached')], {
-        description: 'Cache engine.',
-        maxLength: 16,
-      }),
-      'engine is immutable: create a new Cache instead',
-    ),
+    engine: Type.Union([Type.Literal('redis'), Type.Literal('memcached')], {
+      description: 'Cache engine; fixed at creation.',
+      maxLength: 16,
+    }),
     version: Type.String({
       maxLength: 16,
       description: 'Engine version (an official image tag); see the allow-list per engine.',
@@ -124,6 +112,15 @@ export const CacheSpec = WithRules(
       ),
     ),
   }),
+  // First, and on the spec rather than on .engine: the API server runs a node's
+  // rules before its fields' and lists the failures in that order, so an engine
+  // change is reported before what follows from it (a version, eviction policy
+  // or persistence the other engine lacks).
+  {
+    rule: 'self.engine == oldSelf.engine',
+    message: 'engine is immutable: create a new Cache instead',
+    fieldPath: '.engine',
+  },
   {
     rule: `self.engine == 'redis' ? self.version in ${REDIS} : self.version in ${MEMCACHED}`,
     messageExpression: `'version ' + self.version + ' is not supported for ' + self.engine + '; supported: ' + (self.engine == 'redis' ? '${ENGINE_VERSIONS.redis.join(', ')}' : '${ENGINE_VERSIONS.memcached.join(', ')}')`,
@@ -145,13 +142,14 @@ export const CacheSpec = WithRules(
   },
   {
     // The one decision on persistence: fixed at creation, both ways (the workload kind depends on it).
-    rule: `${PERSISTENT('self')} == ${PERSISTENT('oldSelf')}`,
+    // Silent on an engine change, which the engine rule already refuses.
+    rule: `self.engine != oldSelf.engine || ${PERSISTENT('self')} == ${PERSISTENT('oldSelf')}`,
     messageExpression: `${PERSISTENT('self')} ? '${PERSISTENCE_ON_MESSAGE}' : '${PERSISTENCE_OFF_MESSAGE}'`,
     fieldPath: '.persistence',
   },
   {
     // Data files written by a newer redis can't be loaded by an older one; without persistence nothing is kept.
-    rule: `!${PERSISTENT('self')} || !(oldSelf.version in ${REDIS_RANK}) || !(self.version in ${REDIS_RANK}) || ${REDIS_RANK}[self.version] >= ${REDIS_RANK}[oldSelf.version]`,
+    rule: `self.engine != oldSelf.engine || !${PERSISTENT('self')} || !(oldSelf.version in ${REDIS_RANK}) || !(self.version in ${REDIS_RANK}) || ${REDIS_RANK}[self.version] >= ${REDIS_RANK}[oldSelf.version]`,
     messageExpression: `'version cannot be downgraded from ' + oldSelf.version + ' to ' + self.version + ' while persistence is enabled: an older redis cannot read the newer data files'`,
     fieldPath: '.version',
   },
@@ -189,10 +187,17 @@ export const Cache = defineKind({
   printerColumns: [
     { name: 'Engine', type: 'string', jsonPath: '.spec.engine' },
     { name: 'Version', type: 'string', jsonPath: '.spec.version' },
+    // Replicas, Ready, Status: the shape every Regulon kind shows (see packages/crd/src/shipped.test.ts).
     { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
     { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
     { name: 'Status', type: 'string', jsonPath: '.status.phase' },
     { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint', priority: 1 },
+    {
+      name: 'Message',
+      type: 'string',
+      jsonPath: '.status.conditions[?(@.type=="Ready")].message',
+      priority: 1,
+    },
   ],
 });
 

@@ -2,7 +2,6 @@ import {
   Conditions,
   defineKind,
   GrowOnly,
-  Immutable,
   Quantity,
   ResourceRequirements,
   Type,
@@ -10,7 +9,15 @@ import {
   type KindObject,
   Phase,
 } from '@regulon/crd';
-import { ENGINE_VERSIONS, RESERVED_PARAMETERS } from './versions.ts';
+import {
+  CONTROL_CEL_PATTERN,
+  NAME_PATTERN,
+  NAME_RULE_TEXT,
+  PARAMETER_LIMITS,
+  reservedCel,
+  reservedText,
+} from './parameters.ts';
+import { ENGINE_VERSIONS, type Engine } from './versions.ts';
 
 export const GROUP = 'regulon.dev';
 
@@ -21,7 +28,23 @@ const MY = celList(ENGINE_VERSIONS.mysql);
 const RANK = `{${Object.values(ENGINE_VERSIONS)
   .flatMap((vs) => vs.map((v, i) => `'${v}': ${i}`))
   .join(', ')}}`;
-const reserved = [...new Set([...RESERVED_PARAMETERS.postgres, ...RESERVED_PARAMETERS.mysql])];
+/** CEL: `v` is on the allow-list of the Database's engine. */
+const supported = (v: string) => `(self.engine == 'postgres' ? ${v} in ${PG} : ${v} in ${MY})`;
+/** A CEL string literal (CEL's double-quoted escapes are JSON's). */
+const celStr = (s: string) => JSON.stringify(s);
+/** CEL: `pg` for a postgres Database, `my` for mysql; each branch keeps its regex a constant. */
+const perEngine = (pg: string, my: string) => `(self.engine == 'postgres' ? ${pg} : ${my})`;
+/** CEL: the parameter names `bad(k)` holds for, on either engine. */
+const namesWhere = (bad: (engine: Engine) => string) =>
+  perEngine(`self.parameters.filter(k, ${bad('postgres')})`, `self.parameters.filter(k, ${bad('mysql')})`);
+const notAName = (engine: Engine) => `!k.matches('${NAME_PATTERN[engine]}')`;
+const reserved = (engine: Engine) => reservedCel(engine, 'k');
+/**
+ * CEL: the first of them, quoted and escaped (a name may hold a line break,
+ * which a message may not). Only the first: listing them all (map + join)
+ * costs the API server's estimate over 100 times its budget.
+ */
+const first = (list: string) => `strings.quote(${list}[0])`;
 
 /** A standard 5-field cron expression (minute hour day-of-month month day-of-week), or a @-macro. */
 export const CRON_PATTERN =
@@ -29,13 +52,10 @@ export const CRON_PATTERN =
 
 export const DatabaseSpec = WithRules(
   Type.Object({
-    engine: Immutable(
-      Type.Union([Type.Literal('postgres'), Type.Literal('mysql')], {
-        description: 'Database engine.',
-        maxLength: 16,
-      }),
-      'engine is immutable: create a new Database and migrate the data instead',
-    ),
+    engine: Type.Union([Type.Literal('postgres'), Type.Literal('mysql')], {
+      description: 'Database engine; fixed at creation.',
+      maxLength: 16,
+    }),
     version: Type.String({ maxLength: 16, description: 'Engine version; see the allow-list per engine.' }),
     allowMajorVersionUpgrade: Type.Optional(
       Type.Boolean({
@@ -69,10 +89,23 @@ export const DatabaseSpec = WithRules(
     resources: Type.Optional(ResourceRequirements()),
     parameters: Type.Optional(
       WithRules(
-        Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 256 }), { maxProperties: 64 }),
+        Type.Record(
+          Type.String({ maxLength: PARAMETER_LIMITS.maxNameLength }),
+          WithRules(Type.String({ maxLength: PARAMETER_LIMITS.maxValueLength }), {
+            rule: `!self.matches(r'${CONTROL_CEL_PATTERN}')`,
+            message:
+              'a parameter value may not contain a line break or another control character: each setting is one line of the configuration file',
+          }),
+          {
+            maxProperties: PARAMETER_LIMITS.maxEntries,
+            description:
+              'Engine settings, one per name: postgresql.conf (the value is quoted for you) or my.cnf (the value is written as my.cnf syntax). Settings the operator manages (port, listen address, data directory, ...) are refused.',
+          },
+        ),
         {
-          rule: `!self.exists(k, k in ${celList(reserved)})`,
-          message: `parameters may not set settings the operator manages: ${reserved.join(', ')}`,
+          // The schema can't bound map keys (no propertyNames), so their length is a rule.
+          rule: `self.all(k, size(k) <= ${PARAMETER_LIMITS.maxNameLength})`,
+          message: `parameter names are at most ${PARAMETER_LIMITS.maxNameLength} characters`,
         },
       ),
     ),
@@ -92,19 +125,45 @@ export const DatabaseSpec = WithRules(
       }),
     ),
   }),
+  // First, and on the spec rather than on .engine: the API server runs a node's
+  // rules before its fields' and lists the failures in that order, so an engine
+  // change is reported before what follows from it (a version the other engine
+  // lacks).
   {
-    rule: `self.engine == 'postgres' ? self.version in ${PG} : self.version in ${MY}`,
+    rule: 'self.engine == oldSelf.engine',
+    message: 'engine is immutable: create a new Database and migrate the data instead',
+    fieldPath: '.engine',
+  },
+  {
+    rule: supported('self.version'),
     messageExpression: `'version ' + self.version + ' is not supported for ' + self.engine + '; supported: ' + (self.engine == 'postgres' ? '${ENGINE_VERSIONS.postgres.join(', ')}' : '${ENGINE_VERSIONS.mysql.join(', ')}')`,
     fieldPath: '.version',
     reason: 'FieldValueInvalid',
   },
   {
-    rule: `self.engine != oldSelf.engine || !(oldSelf.version in ${RANK}) || !(self.version in ${RANK}) || ${RANK}[self.version] >= ${RANK}[oldSelf.version]`,
+    rule: `!has(self.parameters) || ${namesWhere(notAName)}.size() == 0`,
+    message: `every name must be a setting name of the engine: postgres ${NAME_RULE_TEXT.postgres}; mysql ${NAME_RULE_TEXT.mysql}`,
+    messageExpression: `'name ' + ${first(namesWhere(notAName))} + ' is not a ' + self.engine + ' setting name; use ' + ${perEngine(celStr(NAME_RULE_TEXT.postgres), celStr(NAME_RULE_TEXT.mysql))}`,
+    fieldPath: '.parameters',
+    reason: 'FieldValueInvalid',
+  },
+  {
+    rule: `!has(self.parameters) || ${namesWhere(reserved)}.size() == 0`,
+    message: `parameters may not set settings the operator manages: ${reservedText('postgres')}. ${reservedText('mysql')}`,
+    messageExpression: `'parameters may not set settings the operator manages: ' + ${first(namesWhere(reserved))} + ' (' + ${perEngine(celStr(reservedText('postgres')), celStr(reservedText('mysql')))} + ')'`,
+    fieldPath: '.parameters',
+    reason: 'FieldValueForbidden',
+  },
+  {
+    // Silent when another rule already names the cause: an engine change, or a version not on the list.
+    rule: `self.engine != oldSelf.engine || !${supported('self.version')} || !(oldSelf.version in ${RANK}) || ${RANK}[self.version] >= ${RANK}[oldSelf.version]`,
     messageExpression: `'version cannot be downgraded from ' + oldSelf.version + ' to ' + self.version`,
     fieldPath: '.version',
   },
   {
-    rule: `self.version.split('.')[0] == oldSelf.version.split('.')[0] || (has(self.allowMajorVersionUpgrade) && self.allowMajorVersionUpgrade)`,
+    // Silent when another rule already names the cause: an engine change, a
+    // version not on the list, or a downgrade (17.2 to 16.8 is no upgrade).
+    rule: `self.engine != oldSelf.engine || !${supported('self.version')} || (oldSelf.version in ${RANK} && ${RANK}[self.version] < ${RANK}[oldSelf.version]) || self.version.split('.')[0] == oldSelf.version.split('.')[0] || (has(self.allowMajorVersionUpgrade) && self.allowMajorVersionUpgrade)`,
     messageExpression: `'upgrading from ' + oldSelf.version + ' to ' + self.version + ' is a major version upgrade: set spec.allowMajorVersionUpgrade: true to confirm it'`,
     fieldPath: '.version',
   },
@@ -143,10 +202,18 @@ export const Database = defineKind({
   printerColumns: [
     { name: 'Engine', type: 'string', jsonPath: '.spec.engine' },
     { name: 'Version', type: 'string', jsonPath: '.spec.version' },
+    // Replicas, Ready, Status: the shape every Regulon kind shows (see packages/crd/src/shipped.test.ts).
     { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
     { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
     { name: 'Status', type: 'string', jsonPath: '.status.phase' },
     { name: 'Last Backup', type: 'date', jsonPath: '.status.lastBackup' },
+    { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint', priority: 1 },
+    {
+      name: 'Message',
+      type: 'string',
+      jsonPath: '.status.conditions[?(@.type=="Ready")].message',
+      priority: 1,
+    },
   ],
 });
 

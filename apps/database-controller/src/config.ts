@@ -1,15 +1,55 @@
 import type { DatabaseObject } from './api.ts';
+import { PARAMETER_LIMITS, parameterProblem } from './parameters.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 
-/** The engine's configuration file from spec.parameters; reserved settings are the operator's. */
+/**
+ * spec.parameters that can't be written to the engine's configuration file.
+ * The CRD rejects them at admission; this catches objects stored before it
+ * did. The reconciler reports it as Degraded (reason `InvalidParameters`) and
+ * applies nothing, so the running configuration stays the last good one.
+ */
+export class InvalidParametersError extends Error {
+  readonly reason = 'InvalidParameters';
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`spec.parameters: ${problems.join('; ')}. Fix spec.parameters; nothing was applied.`);
+    this.name = 'InvalidParametersError';
+    this.problems = problems;
+  }
+}
+
+/**
+ * postgresql.conf string syntax: a backslash starts an escape (`\n`, `\'`, octal)
+ * and `''` is a quote, so both are doubled and the engine reads back exactly
+ * the value given. Line breaks never get here.
+ */
+const postgresValue = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+
+/**
+ * The engine's configuration file from spec.parameters, one setting per line;
+ * reserved settings are the operator's. Throws {@link InvalidParametersError}
+ * rather than write a line that could end early or set something reserved.
+ *
+ * mysql values are written as my.cnf value syntax, as they always were
+ * (surrounding quotes, `\` escapes and a `#` comment keep their meaning), so
+ * existing Databases render unchanged. That stays inside its own line: mysqld
+ * splits the file at line breaks only (refused here), the name ends at the
+ * first `=` (names have none), and a directive (`!include`, `[group]`) is only
+ * one at the start of a line, where the name is.
+ */
 export function renderConfig(db: DatabaseObject): { file: string; content: string } {
-  const d = ENGINE_DEFAULTS[db.spec.engine];
+  const engine = db.spec.engine;
+  const d = ENGINE_DEFAULTS[engine];
   const params = Object.entries(db.spec.parameters ?? {}).sort(([a], [b]) => a.localeCompare(b));
-  if (db.spec.engine === 'postgres') {
+  const problems = params.flatMap(([k, v]) => parameterProblem(engine, k, v) ?? []);
+  if (params.length > PARAMETER_LIMITS.maxEntries)
+    problems.unshift(`${params.length} entries, at most ${PARAMETER_LIMITS.maxEntries} are allowed`);
+  if (problems.length) throw new InvalidParametersError(problems);
+  if (engine === 'postgres') {
     const lines = [
       `listen_addresses = '*'`,
       `port = ${d.port}`,
-      ...params.map(([k, v]) => `${k} = '${v.replace(/'/g, "''")}'`),
+      ...params.map(([k, v]) => `${k} = ${postgresValue(v)}`),
     ];
     return { file: 'postgresql.conf', content: `${lines.join('\n')}\n` };
   }

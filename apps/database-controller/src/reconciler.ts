@@ -21,6 +21,7 @@ import {
 } from '@regulon/runtime';
 import { Database, type DatabaseObject } from './api.ts';
 import { createdClaimSize, desiredChildren, generatedCredentials } from './children.ts';
+import { InvalidParametersError } from './config.ts';
 import { childNames, MAX_NAME_LENGTH, ROLE_LABEL, selector } from './names.ts';
 import { computeStatus, type DatabaseStatus, type Problem } from './status.ts';
 
@@ -98,8 +99,10 @@ export class DatabaseReconciler implements Reconciler {
         await this.#labelRoles(db, liveSts, ctx);
         await this.#growVolumes(db, createdClaimSize(liveSts), ctx);
       } catch (err) {
-        if (!(err instanceof AlreadyOwnedError)) throw err;
-        problem = { reason: 'ChildConflict', message: `${err.message}; not adopting it` };
+        if (err instanceof InvalidParametersError) problem = { reason: err.reason, message: err.message };
+        else if (err instanceof AlreadyOwnedError)
+          problem = { reason: 'ChildConflict', message: `${err.message}; not adopting it` };
+        else throw err;
       }
     }
 

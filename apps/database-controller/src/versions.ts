@@ -25,16 +25,52 @@ export const ENGINE_DEFAULTS = {
   mysql: { image: 'mysql', port: 3306, user: 'root', dataDir: '/var/lib/mysql', scheme: 'mysql' },
 } as const;
 
-/** Settings the operator owns: a user may not override them through spec.parameters. */
+/**
+ * Settings the operator owns: a user may not set them through spec.parameters.
+ * Compared the way the engine compares names (see parameters.ts): postgres
+ * ignoring case; mysql also with `-` and `_` the same and option prefixes
+ * (`loose-`, `skip-`, ...) stripped, so `loose_bind_address` is `bind-address`.
+ */
 export const RESERVED_PARAMETERS = {
   postgres: [
+    // Where it listens: the Services, probes and backup Jobs connect to port 5432 on every address.
     'port',
     'listen_addresses',
+    'unix_socket_directories',
+    'unix_socket_group',
+    'unix_socket_permissions',
+    // The files the image and the StatefulSet lay out.
     'data_directory',
+    'config_file',
     'hba_file',
     'ident_file',
-    'unix_socket_directories',
+    'external_pid_file',
+    // Directives that read more configuration from other files.
+    'include',
+    'include_dir',
+    'include_if_exists',
+    // No certificates are provisioned.
     'ssl',
+    // Shell commands the server runs: whoever may edit a Database would run
+    // commands beside its credentials without being allowed to read them.
+    'archive_command',
+    'archive_cleanup_command',
+    'restore_command',
+    'recovery_end_command',
+    'ssl_passphrase_command',
   ],
-  mysql: ['port', 'bind-address', 'datadir', 'socket', 'user', 'pid-file'],
+  mysql: [
+    'port',
+    'bind-address',
+    'socket',
+    'datadir',
+    'user',
+    'pid-file',
+    // Authentication and the network are what the generated credentials and the Services rely on.
+    'skip-grant-tables',
+    'skip-networking',
+    // `!include` and `!includedir` need a `!` no name may have; the bare words are refused too.
+    'include',
+    'includedir',
+  ],
 } as const;

@@ -52,6 +52,7 @@ export const MyApp = defineKind({
   kind: 'MyApp',
   plural: 'myapps',
   singular: 'myapp',
+  shortNames: ['ma'],
   categories: ['regulon'],
   scope: 'Namespaced',
   description:
@@ -59,10 +60,15 @@ export const MyApp = defineKind({
   spec: MyAppSpec,
   status: MyAppStatus,
   printerColumns: [
-    { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    // Replicas, Ready, Status: the shape every Regulon kind shows (see packages/crd/src/shipped.test.ts).
+    // Ready is the application's available/desired replicas, as `kubectl get deployment` shows it.
+    { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
+    { name: 'Ready', type: 'string', jsonPath: '.status.available' },
+    { name: 'Status', type: 'string', jsonPath: '.status.phase' },
     { name: 'Database', type: 'string', jsonPath: '.status.conditions[?(@.type=="DatabaseReady")].reason' },
     { name: 'Cache', type: 'string', jsonPath: '.status.conditions[?(@.type=="CacheReady")].reason' },
-    { name: 'Available', type: 'string', jsonPath: '.status.available' },
+    { name: 'Image', type: 'string', jsonPath: '.spec.image', priority: 1 },
+    { name: 'URL', type: 'string', jsonPath: '.status.url', priority: 1 },
     {
       name: 'Message',
       type: 'string',

@@ -39,7 +39,7 @@ const GizmoSpec = Type.Object({
     ),
   ),
   extras: Type.Optional(Type.Object({ level: Type.Optional(Type.Integer({ default: 3 })) })),
-  // Required in the schema and in Static<>, yet writers may leave it out: defaulting runs before validation.
+  // Present in Static<> (readers always see it) but not required in the schema: defaulting fills it.
   mode: Type.Union([Type.Literal('fast'), Type.Literal('safe')], { default: 'fast' }),
   note: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
 });

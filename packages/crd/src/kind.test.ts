@@ -133,7 +133,8 @@ describe('defineKind', () => {
     ]);
     assert.deepEqual(schema.properties?.['metadata'], { type: 'object' });
     const spec = schema.properties?.['spec'];
-    assert.deepEqual(spec?.required, ['engine', 'version', 'storage']);
+    // storage has a default, so the API server never needs it from a writer.
+    assert.deepEqual(spec?.required, ['engine', 'version']);
     assert.equal(spec?.properties?.['replicas']?.default, 1);
     assert.equal(spec?.properties?.['storage']?.default, '1Gi');
     assert.deepEqual(spec?.properties?.['engine'], {

@@ -69,6 +69,23 @@ describe('toStructural', () => {
     assert.deepEqual(s.properties?.['c'], { nullable: true, type: 'string' });
   });
 
+  test('a defaulted field is not required in the schema, yet stays present in the static type', () => {
+    const obj = Type.Object({
+      name: Type.String(),
+      port: Type.Integer({ default: 8080 }),
+      size: Quantity({ default: '1Gi' }),
+      tuning: Type.Object({ level: Type.Integer({ default: 3 }) }, { default: {} }),
+    });
+    const s = toStructural(obj);
+    assert.deepEqual(s.required, ['name']);
+    assert.equal(s.properties?.['port']?.default, 8080);
+    assert.equal(s.properties?.['tuning']?.required, undefined);
+    // Readers always get it (the API server defaults on every read): not `port?: number`.
+    const read: Static<typeof obj> = { name: 'a', port: 8080, size: '1Gi', tuning: { level: 3 } };
+    const port: number = read.port;
+    assert.equal(port, 8080);
+  });
+
   test('records become additionalProperties maps; unknown becomes preserve-unknown-fields', () => {
     const s = toStructural(
       Type.Object({

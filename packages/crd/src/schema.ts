@@ -223,14 +223,21 @@ function convert(raw: unknown, path: string): JSONSchemaProps {
 
 function objectShape(node: Node, out: Node, path: string): void {
   const props = node['properties'];
+  const converted: Record<string, JSONSchemaProps> = {};
   if (props !== undefined) {
     if (!isNode(props)) throw new SchemaError(path, 'properties must be an object');
-    const converted: Record<string, JSONSchemaProps> = {};
     for (const [name, value] of Object.entries(props)) converted[name] = convert(value, `${path}.${name}`);
     out['properties'] = converted;
   }
+  // The API server fills a defaulted field before it validates, so no writer
+  // ever has to give it. Listed as required, `kubectl explain` would say
+  // -required- and offline validators (kubeconform --strict) would refuse
+  // objects the server accepts. Static<> still reads it as present.
   const required: unknown = node['required'];
-  if (Array.isArray(required) && required.length > 0) out['required'] = required.map(String);
+  const needed = Array.isArray(required)
+    ? required.map(String).filter((name) => converted[name]?.default === undefined)
+    : [];
+  if (needed.length > 0) out['required'] = needed;
 
   let additional: unknown = node['additionalProperties'];
   const pattern = node['patternProperties'];
