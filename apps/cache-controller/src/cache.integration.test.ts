@@ -502,6 +502,68 @@ describe('Cache controller', () => {
     assert.ok(await gone(Kinds.Secret, 'byo-credentials'), 'nothing generated when a Secret is referenced');
   });
 
+  test('a deleted auth Secret is never replaced while Pods run with its password: Degraded, Event, healed by restoring it', async () => {
+    // A brand new Cache still gets generated credentials.
+    await create('vault', { auth: { enabled: true } });
+    await ready('vault', (c) => c.status?.binding?.name === 'vault-credentials');
+    const original = await read<V1Secret>(Kinds.Secret, 'vault-credentials');
+    assert.ok(secretValue(original, 'password').length >= 24);
+
+    await client.resource(Kinds.Secret).delete('vault-credentials', { namespace: ns });
+    const lost = await eventually('vault Degraded CredentialsSecretLost', async () => {
+      const c = await get('vault');
+      return cond(c, 'Degraded')?.status === 'True' && cond(c, 'Degraded')?.reason === 'CredentialsSecretLost'
+        ? c
+        : undefined;
+    });
+    // The reconcile that wrote Degraded ran after the deletion and created nothing.
+    assert.ok(
+      await gone(Kinds.Secret, 'vault-credentials'),
+      'no new password after the reconcile that saw the loss',
+    );
+    assert.match(cond(lost, 'Degraded')!.message, /restore the Secret vault-credentials from a backup/);
+    assert.equal(cond(lost, 'Ready')?.status, 'False');
+    assert.equal(cond(lost, 'Ready')?.reason, 'CredentialsSecretLost');
+    assert.equal(lost.status?.phase, 'Degraded');
+    await eventually('Warning Event CredentialsSecretLost', async () => {
+      const list = await client
+        .resource<KubeObject & { reason?: string; type?: string; regarding?: { name?: string } }>(Kinds.Event)
+        .list({ namespace: ns });
+      return list.items.some(
+        (e) => e.type === 'Warning' && e.reason === 'CredentialsSecretLost' && e.regarding?.name === 'vault',
+      );
+    });
+    // One more reconcile, proven by observedGeneration catching up with a spec change: still no new Secret.
+    const changed = await patch('vault', { maxMemoryPercent: 70 });
+    await eventually('vault reconciled again', async () => {
+      const c = await get('vault');
+      return c.status?.observedGeneration === changed.metadata.generation &&
+        cond(c, 'Degraded')?.reason === 'CredentialsSecretLost'
+        ? c
+        : undefined;
+    });
+    assert.ok(await gone(Kinds.Secret, 'vault-credentials'), 'no new password on a later reconcile either');
+
+    // Restored from a backup (what `kubectl get -o yaml` saved, without the server-set fields): healthy again.
+    await client.resource<V1Secret>(Kinds.Secret).create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'vault-credentials',
+        namespace: ns,
+        labels: original.metadata!.labels!,
+        ownerReferences: original.metadata!.ownerReferences!,
+      },
+      type: original.type!,
+      data: original.data!,
+    });
+    const healed = await ready('vault');
+    assert.equal(cond(healed, 'Degraded')?.status, 'False');
+    const after = await read<V1Secret>(Kinds.Secret, 'vault-credentials');
+    assert.equal(secretValue(after, 'password'), secretValue(original, 'password'), 'the original password');
+    await caches().delete('vault', { namespace: ns });
+  });
+
   test('delete: every child is garbage-collected, the persistent volumes with them', async () => {
     await caches().delete('rp', { namespace: ns });
     await caches().delete('mc', { namespace: ns });

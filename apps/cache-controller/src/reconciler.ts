@@ -134,15 +134,42 @@ export class CacheReconciler implements Reconciler {
         message: `Secret ${ns}/${name} exists and is not controlled by this Cache; not using it`,
       };
     }
-    const created = await createSecretOnce(this.#mgr.client, build, {
+    const outcome = await createSecretOnce(this.#mgr.client, build, {
       owner,
       existing,
       fieldManager: FIELD_MANAGER,
+      // The binding holds no password: recreating it is always safe.
+      ...(authEnabled(cache) ? { inUse: () => this.#runsWithSecret(cache, name) } : {}),
       signal: ctx.signal,
     });
-    if (created)
+    if (outcome === 'created')
       ctx.log.info({ secret: name }, authEnabled(cache) ? 'generated credentials' : 'created binding');
+    if (outcome === 'lost') {
+      return {
+        reason: 'CredentialsSecretLost',
+        message: `Secret ${name} with the generated credentials is gone, but the running ${persistent(cache) ? 'StatefulSet' : 'Deployment'} ${names.workload} still uses its password: restore the Secret ${name} from a backup. No new password is generated behind the clients' and the Pods' backs.`,
+      };
+    }
     return undefined;
+  }
+
+  /**
+   * Whether the live workload was started with this Secret's password: its Pod
+   * template reads the Secret. Redis and memcached keep no password in their
+   * data (a persistent redis volume holds none), so here the running Pods, not
+   * the volumes, are what a new password would silently diverge from. A
+   * workload that does not read it yet (auth just turned on) gets one generated.
+   */
+  #runsWithSecret(cache: CacheObject, secret: string): boolean {
+    const type = persistent(cache) ? Kinds.StatefulSet : Kinds.Deployment;
+    const workload = this.#cached<V1Deployment | V1StatefulSet>(
+      type,
+      cache.metadata.namespace!,
+      childNames(cache).workload,
+    );
+    return (workload?.spec?.template.spec?.containers ?? []).some((c) =>
+      (c.env ?? []).some((e) => e.valueFrom?.secretKeyRef?.name === secret),
+    );
   }
 
   async #finish(cache: CacheObject, observed: Observed, ctx: ReconcileContext): Promise<Result | void> {

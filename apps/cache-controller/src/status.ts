@@ -71,21 +71,17 @@ export function computeStatus(cache: CacheObject, o: Observed, now: Date = new D
   if (o.problem) set('Degraded', 'True', o.problem.reason, o.problem.message);
   else set('Degraded', 'False', 'AsExpected', 'No problems found');
 
-  if (!w) set('Ready', o.problem ? 'False' : 'Unknown', 'WorkloadMissing', `The ${kind} does not exist yet`);
-  else if (done && !o.problem)
+  // Ready names the blocking problem: `kubectl wait` and GitOps tools show this condition, not Degraded.
+  if (o.problem) set('Ready', 'False', o.problem.reason, o.problem.message);
+  else if (!w) set('Ready', 'Unknown', 'WorkloadMissing', `The ${kind} does not exist yet`);
+  else if (done)
     set(
       'Ready',
       'True',
       'AllReplicasReady',
       `${ready}/${want} replicas ready, running ${cache.spec.version}`,
     );
-  else
-    set(
-      'Ready',
-      'False',
-      o.problem ? o.problem.reason : 'ReplicasNotReady',
-      `${ready}/${want} replicas ready`,
-    );
+  else set('Ready', 'False', 'ReplicasNotReady', `${ready}/${want} replicas ready`);
 
   const running = w?.status?.replicas ?? 0;
   if (!w) set('Progressing', 'Unknown', 'Creating', `Creating the ${kind}`);

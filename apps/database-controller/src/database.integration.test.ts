@@ -502,6 +502,76 @@ describe('Database controller', () => {
     }
   });
 
+  test('a deleted credentials Secret is never replaced while the data volume exists: Degraded, Event, healed by restoring it', async () => {
+    // A brand new Database still gets generated credentials.
+    await create('ledger');
+    await ready('ledger');
+    const secrets = () => client.resource<V1Secret>(Kinds.Secret);
+    const original = await secrets().get('ledger-credentials', { namespace: ns });
+    assert.ok(original.data?.['password']);
+    await eventually('data volume exists', async () =>
+      client
+        .resource(Kinds.PersistentVolumeClaim)
+        .get('data-ledger-0', { namespace: ns })
+        .then(() => true, isNotFound),
+    );
+    const noSecret = () =>
+      secrets()
+        .get('ledger-credentials', { namespace: ns })
+        .then(() => false, isNotFound);
+
+    await secrets().delete('ledger-credentials', { namespace: ns });
+    const lost = await eventually('ledger Degraded CredentialsSecretLost', async () => {
+      const d = await get('ledger');
+      return cond(d, 'Degraded')?.status === 'True' && cond(d, 'Degraded')?.reason === 'CredentialsSecretLost'
+        ? d
+        : undefined;
+    });
+    // The reconcile that wrote Degraded ran after the deletion and created nothing.
+    assert.ok(await noSecret(), 'no new password after the reconcile that saw the loss');
+    assert.match(cond(lost, 'Degraded')!.message, /restore the Secret ledger-credentials from a backup/);
+    assert.equal(cond(lost, 'Ready')?.status, 'False');
+    assert.equal(cond(lost, 'Ready')?.reason, 'CredentialsSecretLost');
+    assert.equal(lost.status?.phase, 'Degraded');
+    await eventually('Warning Event CredentialsSecretLost', async () => {
+      const list = await client
+        .resource<KubeObject & { reason?: string; type?: string; regarding?: { name?: string } }>(Kinds.Event)
+        .list({ namespace: ns });
+      return list.items.some(
+        (e) => e.type === 'Warning' && e.reason === 'CredentialsSecretLost' && e.regarding?.name === 'ledger',
+      );
+    });
+    // One more reconcile, proven by observedGeneration catching up with a spec change: still no new Secret.
+    const changed = await patch('ledger', { parameters: { max_connections: '60' } });
+    await eventually('ledger reconciled again', async () => {
+      const d = await get('ledger');
+      return d.status?.observedGeneration === changed.metadata.generation &&
+        cond(d, 'Degraded')?.reason === 'CredentialsSecretLost'
+        ? d
+        : undefined;
+    });
+    assert.ok(await noSecret(), 'no new password on a later reconcile either');
+
+    // Restored from a backup (what `kubectl get -o yaml` saved, without the server-set fields): healthy again.
+    await secrets().create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: 'ledger-credentials',
+        namespace: ns,
+        labels: original.metadata!.labels!,
+        ownerReferences: original.metadata!.ownerReferences!,
+      },
+      type: original.type!,
+      data: original.data,
+    });
+    const healed = await ready('ledger');
+    assert.equal(cond(healed, 'Degraded')?.status, 'False');
+    const after = await secrets().get('ledger-credentials', { namespace: ns });
+    assert.equal(after.data?.['password'], original.data['password'], 'the original password');
+    await dbs().delete('ledger', { namespace: ns });
+  });
+
   test('delete: children are garbage-collected and the PVCs stay', async () => {
     await dbs().delete('orders', { namespace: ns });
     await eventually('children gone', async () => {
@@ -521,5 +591,26 @@ describe('Database controller', () => {
       .resource<V1PersistentVolumeClaim>(Kinds.PersistentVolumeClaim)
       .get('data-orders-0', { namespace: ns });
     assert.equal(pvc.metadata?.deletionTimestamp, undefined);
+  });
+
+  test('a Database recreated on the retained volumes of a deleted one gets no new password: Degraded, no StatefulSet', async () => {
+    // The previous test deleted `orders`; its data-orders-0 claim stays, initialised with the old password.
+    await create('orders');
+    const lost = await eventually('orders Degraded CredentialsSecretLost', async () => {
+      const d = await get('orders');
+      return cond(d, 'Degraded')?.reason === 'CredentialsSecretLost' ? d : undefined;
+    });
+    assert.equal(cond(lost, 'Ready')?.status, 'False');
+    const absent = (type: typeof Kinds.Secret, name: string) =>
+      client
+        .resource(type)
+        .get(name, { namespace: ns })
+        .then(() => false, isNotFound);
+    assert.ok(await absent(Kinds.Secret, 'orders-credentials'), 'no new password for the existing volume');
+    assert.ok(
+      await absent(Kinds.StatefulSet, 'orders'),
+      'no Pods started on the volume without its password',
+    );
+    await dbs().delete('orders', { namespace: ns });
   });
 });

@@ -42,6 +42,7 @@ export const DATABASE_RBAC: readonly V1PolicyRule[] = [
   // Backup Jobs are read for status (the CronJob creates them).
   { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch'] },
   // Volume growth: one GET per PVC (not cached: PVCs are few and rarely read) and a merge patch of the size.
+  // The same GETs tell, while the credentials Secret is absent, whether data initialised with its password exists.
   { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'patch'] },
   // Warning Events on Databases (events.k8s.io/v1), aggregated into series by patch.
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },

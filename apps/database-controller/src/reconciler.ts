@@ -82,13 +82,20 @@ export class DatabaseReconciler implements Reconciler {
         };
       }
     } else {
-      const created = await createSecretOnce(client, () => generatedCredentials(db, generatePassword()), {
+      const outcome = await createSecretOnce(client, () => generatedCredentials(db, generatePassword()), {
         owner,
         existing: credentials,
         fieldManager: FIELD_MANAGER,
+        inUse: () => this.#hasDataVolume(db, signal),
         signal,
       });
-      if (created) ctx.log.info({ secret: names.credentials }, 'generated credentials');
+      if (outcome === 'created') ctx.log.info({ secret: names.credentials }, 'generated credentials');
+      if (outcome === 'lost') {
+        problem = {
+          reason: 'CredentialsSecretLost',
+          message: `Secret ${names.credentials} with the generated credentials is gone, but the data volume still uses its password: restore the Secret ${names.credentials} from a backup. A new password would not open the existing data, so none is generated.`,
+        };
+      }
     }
 
     if (!problem) {
@@ -204,6 +211,33 @@ export class DatabaseReconciler implements Reconciler {
           if (!isNotFound(err)) throw err;
         });
     }
+  }
+
+  /**
+   * Whether a data volume of this Database exists: postgres and mysql write the
+   * password into the data directory once, when they initialise it, and ignore
+   * it afterwards, so a volume outlives any new password. The PVCs are the
+   * truth (they outlive the StatefulSet: retention Retain), read by GET rather
+   * than from a cache: this runs only while the credentials Secret is absent
+   * (at creation, or once it is lost), and a cache that has not yet seen a
+   * claim would answer "no data", which is the one answer that must not be
+   * wrong. The StatefulSet creates ordinal 0's claim first and removes it
+   * last, so any existing claim among 0..replicas-1 is found.
+   */
+  async #hasDataVolume(db: DatabaseObject, signal: AbortSignal): Promise<boolean> {
+    const sts = childNames(db).statefulSet;
+    const claims = this.#mgr.client.resource(Kinds.PersistentVolumeClaim);
+    for (let i = 0; i < db.spec.replicas; i++) {
+      const found = await claims.get(`data-${sts}-${i}`, { namespace: db.metadata.namespace!, signal }).then(
+        () => true,
+        (err: unknown) => {
+          if (isNotFound(err)) return false;
+          throw err;
+        },
+      );
+      if (found) return true;
+    }
+    return false;
   }
 
   /** Storage grows on the PVCs themselves; the StatefulSet template can't change. */

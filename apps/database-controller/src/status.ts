@@ -51,22 +51,17 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
   if (o.problem) set('Degraded', 'True', o.problem.reason, o.problem.message);
   else set('Degraded', 'False', 'AsExpected', 'No problems found');
 
-  if (!sts)
-    set('Ready', o.problem ? 'False' : 'Unknown', 'StatefulSetMissing', 'The StatefulSet does not exist yet');
-  else if (done && !o.problem)
+  // Ready names the blocking problem: `kubectl wait` and GitOps tools show this condition, not Degraded.
+  if (o.problem) set('Ready', 'False', o.problem.reason, o.problem.message);
+  else if (!sts) set('Ready', 'Unknown', 'StatefulSetMissing', 'The StatefulSet does not exist yet');
+  else if (done)
     set(
       'Ready',
       'True',
       'AllReplicasReady',
       `${ready}/${db.spec.replicas} replicas ready, running ${db.spec.version}`,
     );
-  else
-    set(
-      'Ready',
-      'False',
-      o.problem ? o.problem.reason : 'ReplicasNotReady',
-      `${ready}/${db.spec.replicas} replicas ready`,
-    );
+  else set('Ready', 'False', 'ReplicasNotReady', `${ready}/${db.spec.replicas} replicas ready`);
 
   if (!sts) set('Progressing', 'Unknown', 'Creating', 'Creating the StatefulSet');
   else if (done) set('Progressing', 'False', 'Stable', 'Nothing to roll out');

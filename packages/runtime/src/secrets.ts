@@ -9,18 +9,57 @@ export function generatePassword(bytes = 24): string {
 }
 
 /**
+ * What createSecretOnce found:
+ * - `created`: this call created the Secret;
+ * - `exists`: it exists (in the cache, or the API server says so);
+ * - `lost`: it does not exist, but data that depends on it does (`inUse`),
+ *   so nothing was created: a new password would lock the data out.
+ */
+export type SecretOnceOutcome = 'created' | 'exists' | 'lost';
+
+/**
  * Creates a Secret of generated credentials if it does not exist, and never
  * touches it again: no apply, no replace, no regeneration. `existing` is the
  * cache's (metadata-only) view; when it is present nothing is written. A
  * create that races with another returns AlreadyExists, which is success too.
- * Returns whether this call created it.
+ *
+ * `inUse` says whether data that was set up with the Secret's password still
+ * exists (a database volume initialised with it, Pods started with it). When
+ * it does, a missing Secret is lost, not new: nothing is created, and the
+ * caller reports `lost` so that a person restores the Secret. Before saying
+ * so, a dry-run create asks the API server itself, as the cache may simply
+ * not have seen a Secret created a moment ago (dry run: nothing is stored,
+ * and it needs no verb beyond `create`, which the caller already has).
  */
 export async function createSecretOnce(
   client: KubeClient,
   build: () => V1Secret,
-  opts: { owner: Owner; existing: KubeObject | undefined; fieldManager: string; signal?: AbortSignal },
-): Promise<boolean> {
-  if (opts.existing) return false;
+  opts: {
+    owner: Owner;
+    existing: KubeObject | undefined;
+    fieldManager: string;
+    inUse?: () => boolean | Promise<boolean>;
+    signal?: AbortSignal;
+  },
+): Promise<SecretOnceOutcome> {
+  if (opts.existing) return 'exists';
+  const signal = opts.signal ? { signal: opts.signal } : {};
+  const secrets = client.resource<V1Secret>(Kinds.Secret);
+  if (opts.inUse && (await opts.inUse())) {
+    // Only a name: the probe never carries a password, not even one that would be discarded.
+    const name = build().metadata?.name;
+    const namespace = opts.owner.metadata.namespace;
+    try {
+      await secrets.create(
+        { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace } },
+        { fieldManager: opts.fieldManager, dryRun: true, ...signal },
+      );
+      return 'lost';
+    } catch (err) {
+      if (isAlreadyExists(err)) return 'exists';
+      throw err;
+    }
+  }
   const secret = build();
   secret.metadata = {
     ...secret.metadata,
@@ -28,15 +67,13 @@ export async function createSecretOnce(
     ownerReferences: [controllerReference(opts.owner)],
   };
   try {
-    await client
-      .resource<V1Secret>(Kinds.Secret)
-      .create(
-        { apiVersion: 'v1', kind: 'Secret', ...secret },
-        { fieldManager: opts.fieldManager, ...(opts.signal ? { signal: opts.signal } : {}) },
-      );
-    return true;
+    await secrets.create(
+      { apiVersion: 'v1', kind: 'Secret', ...secret },
+      { fieldManager: opts.fieldManager, ...signal },
+    );
+    return 'created';
   } catch (err) {
-    if (isAlreadyExists(err)) return false;
+    if (isAlreadyExists(err)) return 'exists';
     throw err;
   }
 }

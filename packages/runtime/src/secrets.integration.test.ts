@@ -1,0 +1,89 @@
+// createSecretOnce against the real API server: a Secret is created once, and
+// a lost one is never replaced while data set up with its password exists.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import { KubeClient, Kinds, isNotFound } from '@regulon/client';
+import { start, type TestEnv } from '@regulon/testenv';
+import type { Owner } from './ownership.ts';
+import { createSecretOnce, generatePassword } from './secrets.ts';
+
+let env: TestEnv;
+let client: KubeClient;
+let ns: string;
+let owner: Owner;
+before(async () => {
+  env = await start();
+  client = KubeClient.fromKubeConfig(env.kubeConfig);
+  ns = await env.newNamespace('secrets');
+  // Any object with a uid can own the Secret.
+  const cm = await client
+    .resource<V1ConfigMap>(Kinds.ConfigMap)
+    .create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owner', namespace: ns } });
+  owner = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'owner', namespace: ns, uid: cm.metadata!.uid! },
+  };
+});
+after(async () => {
+  client.close();
+  await env.stop();
+});
+
+const secrets = () => client.resource<V1Secret>(Kinds.Secret);
+const read = (name: string) =>
+  secrets()
+    .get(name, { namespace: ns })
+    .catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+const credentials = (name: string) => () => ({
+  metadata: { name },
+  stringData: { password: generatePassword() },
+});
+const opts = { fieldManager: 'test', existing: undefined };
+
+test('a missing Secret is created once, owned; a second call (cache behind) writes nothing', async () => {
+  assert.equal(await createSecretOnce(client, credentials('fresh'), { ...opts, owner }), 'created');
+  const created = await read('fresh');
+  assert.equal(created?.metadata?.ownerReferences?.[0]?.uid, owner.metadata.uid);
+  assert.equal(await createSecretOnce(client, credentials('fresh'), { ...opts, owner }), 'exists');
+  assert.equal((await read('fresh'))?.metadata?.resourceVersion, created?.metadata?.resourceVersion);
+});
+
+test('no data depends on it (inUse false): a missing Secret is created', async () => {
+  const outcome = await createSecretOnce(client, credentials('unused'), {
+    ...opts,
+    owner,
+    inUse: () => false,
+  });
+  assert.equal(outcome, 'created');
+  assert.ok(await read('unused'));
+});
+
+test('data depends on it (inUse true): a missing Secret is lost, and nothing is created', async () => {
+  const outcome = await createSecretOnce(client, credentials('lost'), {
+    ...opts,
+    owner,
+    inUse: () => Promise.resolve(true),
+  });
+  assert.equal(outcome, 'lost');
+  assert.equal(await read('lost'), undefined, 'no new password was created');
+});
+
+test('data depends on it but the cache has not seen the Secret yet: the API server says it exists, nothing is written', async () => {
+  await createSecretOnce(client, credentials('lagging'), { ...opts, owner });
+  const stored = await read('lagging');
+  // `existing: undefined` is a cache that has not caught up with the create.
+  const outcome = await createSecretOnce(client, credentials('lagging'), {
+    ...opts,
+    owner,
+    inUse: () => true,
+  });
+  assert.equal(outcome, 'exists');
+  const after = await read('lagging');
+  assert.equal(after?.metadata?.resourceVersion, stored?.metadata?.resourceVersion);
+  assert.equal(after?.data?.['password'], stored?.data?.['password']);
+});
