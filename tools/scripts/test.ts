@@ -20,12 +20,12 @@ await steps([
   ['generated files', process.execPath, [join(root, 'tools', 'scripts', 'generate.ts'), '--check']],
   ['lint, typecheck, build', 'npx', [...nx, '-t', 'lint', 'typecheck', 'build']],
   [
-    'control plane (cached; a first build takes about 15 min)',
+    'control plane (cached; a first build takes about 8-13 min)',
     'bash',
     [join(root, 'tools', 'control-plane', 'build.sh')],
   ],
   [
-    'prometheus (cached; a first build takes a few min)',
+    'prometheus (cached; a first build takes about 3 min)',
     'bash',
     [join(root, 'tools', 'prometheus', 'build.sh')],
   ],
