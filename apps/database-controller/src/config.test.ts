@@ -4,23 +4,12 @@
 // the way its engine reads it (postgres: guc-file.l; mysql: my_default.cc).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Database, type DatabaseObject } from './api.ts';
 import { InvalidParametersError, renderConfig } from './config.ts';
 import { canonicalName, isReservedName, PARAMETER_LIMITS } from './parameters.ts';
-import { CONTROL_CHARACTERS, PARAMETER_ROWS } from './testing/parameters-corpus.ts';
+import { CONTROL_CHARACTERS, PARAMETER_ROWS, databaseWith } from './testing/parameters-corpus.ts';
 import { RESERVED_PARAMETERS, type Engine } from './versions.ts';
 
-const db = (engine: Engine, parameters: Record<string, string>): DatabaseObject =>
-  Database.object({
-    metadata: { name: 'd', namespace: 'ns' },
-    spec: {
-      engine,
-      version: engine === 'postgres' ? '16.6' : '8.4.4',
-      replicas: 1,
-      storage: { size: '1Gi' },
-      parameters,
-    },
-  });
+const db = databaseWith;
 
 /** postgresql.conf as ParseConfigFp reads it: one `name [=] value` per line, `#` comments. */
 function readPostgres(content: string): Array<[string, string]> {

@@ -14,23 +14,14 @@ import { eventually, start, type TestEnv } from '@regulon/testenv';
 import { Registry } from 'prom-client';
 import { Database, type DatabaseObject } from './api.ts';
 import { setupDatabaseController } from './index.ts';
-import { PARAMETER_ROWS as ROWS, VALUE, RESERVED, named } from './testing/parameters-corpus.ts';
+import { PARAMETER_ROWS as ROWS, VALUE, RESERVED, databaseWith, named } from './testing/parameters-corpus.ts';
 import type { Engine } from './versions.ts';
 
 let env: TestEnv;
 let client: KubeClient;
 const dbs = () => client.resource<DatabaseObject>(Database.type);
-const database = (ns: string, name: string, engine: Engine, parameters: Record<string, string>) =>
-  Database.object({
-    metadata: { name, namespace: ns },
-    spec: {
-      engine,
-      version: engine === 'postgres' ? '16.6' : '8.4.4',
-      replicas: 1,
-      storage: { size: '1Gi' },
-      parameters,
-    },
-  });
+const database = (namespace: string, name: string, engine: Engine, parameters: Record<string, string>) =>
+  databaseWith(engine, parameters, { name, namespace });
 
 before(async () => {
   env = await start();

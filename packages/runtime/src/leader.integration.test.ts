@@ -4,8 +4,6 @@
 // plus its in-flight reconcile without cutting it short; a leader that loses
 // its Lease aborts its in-flight reconcile and takes no new work.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { KubeClient, Kinds } from '@regulon/client';
 import { start, type TestEnv } from '@regulon/testenv';
@@ -13,21 +11,10 @@ import { LeadershipLostError, type Lease } from './leader-election.ts';
 import { createLogger } from './logging.ts';
 import { Manager } from './manager.ts';
 import { microTime } from './support.ts';
+import { spawnElector, type Elector } from './testing/elector.ts';
 import { eventually } from './testing/wait.ts';
 
-interface Line {
-  event: string;
-  identity: string;
-  at: number;
-  key?: string;
-  code?: number;
-}
-
-interface Proc {
-  child: ChildProcess;
-  lines: Line[];
-  exited: Promise<number | null>;
-}
+type Proc = Elector;
 
 const timing = { LEASE_MS: '4000', RENEW_MS: '3000', RETRY_MS: '500' };
 
@@ -48,27 +35,13 @@ describe('leader election between manager processes', () => {
   });
 
   function manager(namespace: string, identity: string, reconcileMs = 0): Proc {
-    const child = spawn(process.execPath, [join(import.meta.dirname, 'testing', 'elector-process.ts')], {
-      env: {
-        ...process.env,
-        NAMESPACE: namespace,
-        IDENTITY: identity,
-        KUBECONFIG: env.kubeconfigPath,
-        RECONCILE_MS: String(reconcileMs),
-        ...timing,
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
+    const proc = spawnElector({
+      kubeconfigPath: env.kubeconfigPath,
+      namespace,
+      identity,
+      reconcileMs,
+      env: timing,
     });
-    const lines: Line[] = [];
-    let buf = '';
-    child.stdout.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const parts = buf.split('\n');
-      buf = parts.pop()!;
-      for (const p of parts) if (p.trim()) lines.push(JSON.parse(p) as Line);
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const proc = { child, lines, exited };
     procs.push(proc);
     return proc;
   }

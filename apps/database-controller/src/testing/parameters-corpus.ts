@@ -3,8 +3,27 @@
 // with. Both enforcers run it: the admission test (the CRD's rules, on a real
 // API server) and the renderer's unit test (config.ts refuses every rejected
 // row too, for objects stored before the rules existed).
+import { Database, type DatabaseObject } from '../api.ts';
 import { PARAMETER_LIMITS } from '../parameters.ts';
 import { RESERVED_PARAMETERS, type Engine } from '../versions.ts';
+
+/** A smallest valid Database of `engine` with these parameters, for both enforcers. */
+export function databaseWith(
+  engine: Engine,
+  parameters: Record<string, string>,
+  metadata: { name: string; namespace: string } = { name: 'd', namespace: 'ns' },
+): DatabaseObject {
+  return Database.object({
+    metadata,
+    spec: {
+      engine,
+      version: engine === 'postgres' ? '16.6' : '8.4.4',
+      replicas: 1,
+      storage: { size: '1Gi' },
+      parameters,
+    },
+  });
+}
 
 export interface Row {
   what: string;

@@ -4,45 +4,19 @@
 // reconcile taking RECONCILE_MS; SIGTERM to the leader once it reconciles;
 // prints the time until the standby holds the Lease. ROUNDS rounds.
 //   npx regulon-testenv exec -- npx node packages/runtime/src/testing/measure-handover.ts
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { KubeClient, Kinds } from '@regulon/client';
 import { eventually, start } from '@regulon/testenv';
+import { spawnElector } from './elector.ts';
 
 const queued = Number(process.env['QUEUED'] ?? '200');
 const reconcileMs = Number(process.env['RECONCILE_MS'] ?? '1000');
 const rounds = Number(process.env['ROUNDS'] ?? '3');
 
-interface Line {
-  event: string;
-  at: number;
-}
-
 const env = await start();
 const client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 500, burst: 500 });
 
-function manager(namespace: string, identity: string) {
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'elector-process.ts')], {
-    env: {
-      ...process.env,
-      NAMESPACE: namespace,
-      IDENTITY: identity,
-      KUBECONFIG: env.kubeconfigPath,
-      RECONCILE_MS: String(reconcileMs),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines: Line[] = [];
-  let buf = '';
-  child.stdout.on('data', (d: Buffer) => {
-    buf += d.toString();
-    const parts = buf.split('\n');
-    buf = parts.pop()!;
-    for (const p of parts) if (p.trim()) lines.push(JSON.parse(p) as Line);
-  });
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  return { child, lines, exited, at: (event: string) => lines.find((l) => l.event === event)?.at };
-}
+const manager = (namespace: string, identity: string) =>
+  spawnElector({ kubeconfigPath: env.kubeconfigPath, namespace, identity, reconcileMs });
 
 try {
   for (let round = 1; round <= rounds; round++) {
