@@ -1,4 +1,15 @@
-import { Conditions, defineKind, Quantity, Type, WithRules, type KindObject, Phase } from '@regulon/crd';
+import {
+  ChildNamingRules,
+  Conditions,
+  defineKind,
+  ObjectName,
+  Quantity,
+  Type,
+  WithRules,
+  type KindObject,
+  Phase,
+} from '@regulon/crd';
+import { MAX_NAME_LENGTH } from './names.ts';
 import { ENGINE_VERSIONS, EVICTION_POLICIES } from './versions.ts';
 
 export const GROUP = 'regulon.dev';
@@ -70,8 +81,14 @@ export const CacheSpec = WithRules(
               description:
                 'Run as a StatefulSet with a volume per Pod (append-only file). Fixed at creation.',
             }),
-            size: Quantity({ default: '1Gi', description: 'Volume size per Pod; fixed at creation.' }),
-            storageClassName: Type.Optional(Type.String({ maxLength: 253 })),
+            size: Quantity({
+              default: '1Gi',
+              positive: true,
+              description: 'Volume size per Pod; fixed at creation.',
+            }),
+            storageClassName: Type.Optional(
+              ObjectName({ what: 'a StorageClass', description: "Left out: the cluster's default class." }),
+            ),
           },
           { description: 'Redis only: keep data across restarts.' },
         ),
@@ -95,9 +112,8 @@ export const CacheSpec = WithRules(
           {
             enabled: Type.Optional(Type.Boolean({ default: true, description: 'Require a password.' })),
             secretName: Type.Optional(
-              Type.String({
-                minLength: 1,
-                maxLength: 253,
+              ObjectName({
+                what: 'a Secret',
                 description:
                   'Use this existing Secret (key password; for memcached also username) instead of generating one.',
               }),
@@ -179,6 +195,11 @@ export const Cache = defineKind({
   description: 'A redis or memcached cache: a Deployment, or a StatefulSet when redis persists its data.',
   spec: CacheSpec,
   status: CacheStatus,
+  objectValidations: ChildNamingRules({
+    kind: 'Cache',
+    maxLength: MAX_NAME_LENGTH,
+    children: 'Deployment or StatefulSet and Services',
+  }),
   scale: {
     specReplicasPath: '.spec.replicas',
     statusReplicasPath: '.status.replicas',

@@ -1,11 +1,38 @@
-// What the API server says about a Database change it refuses, with no
-// controller running: the cause a person has to act on comes first, and a
-// rule that only follows from it does not speak at all.
+// What the API server says about a Database it refuses, with no controller
+// running: every input of the admission corpus is rejected with a message
+// naming its field, or accepted; and of a refused change, the cause a person
+// has to act on comes first, and a rule that only follows from it does not
+// speak at all.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { InvalidError, KubeClient } from '@regulon/client';
+import { admit, caseTitle, problemWith } from '@regulon/crd/testing';
 import { start, type TestEnv } from '@regulon/testenv';
 import { Database, type DatabaseObject } from './api.ts';
+import { DATABASE_CORPUS } from './testing/admission-corpus.ts';
+
+describe('Database admission corpus', () => {
+  let env: TestEnv;
+  let client: KubeClient;
+  let ns: string;
+
+  before(async () => {
+    env = await start();
+    await env.installCRDs([Database.crd()]);
+    client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 200, burst: 200 });
+    ns = await env.newNamespace('db-admission');
+  });
+  after(async () => {
+    client?.close();
+    await env?.stop();
+  });
+
+  for (const [i, c] of DATABASE_CORPUS.cases.entries())
+    test(caseTitle(c), async () => {
+      const admission = await admit(client, DATABASE_CORPUS, c, { name: `a${i}`, namespace: ns });
+      assert.equal(problemWith(c, admission), undefined);
+    });
+});
 
 describe('Database changes the API server refuses', () => {
   let env: TestEnv;

@@ -1,7 +1,10 @@
 import {
+  ChildNamingRules,
   Conditions,
+  CronSchedule,
   defineKind,
   GrowOnly,
+  ObjectName,
   Quantity,
   ResourceRequirements,
   Type,
@@ -9,6 +12,7 @@ import {
   type KindObject,
   Phase,
 } from '@regulon/crd';
+import { MAX_NAME_LENGTH } from './names.ts';
 import {
   CONTROL_CEL_PATTERN,
   NAME_PATTERN,
@@ -46,10 +50,6 @@ const reserved = (engine: Engine) => reservedCel(engine, 'k');
  */
 const first = (list: string) => `strings.quote(${list}[0])`;
 
-/** A standard 5-field cron expression (minute hour day-of-month month day-of-week), or a @-macro. */
-export const CRON_PATTERN =
-  '^(@(yearly|annually|monthly|weekly|daily|hourly)|([0-9*/,-]+)\\s+([0-9*/,-]+)\\s+([0-9*/,?LW-]+)\\s+([0-9A-Za-z*/,-]+)\\s+([0-9A-Za-z*/,?L#-]+))$';
-
 export const DatabaseSpec = WithRules(
   Type.Object({
     engine: Type.Union([Type.Literal('postgres'), Type.Literal('mysql')], {
@@ -71,17 +71,20 @@ export const DatabaseSpec = WithRules(
     }),
     storage: Type.Object({
       size: GrowOnly(
-        Quantity({ description: 'Volume size per Pod; can grow, never shrink.' }),
+        Quantity({ positive: true, description: 'Volume size per Pod; can grow, never shrink.' }),
         'storage.size can grow but never shrink',
       ),
-      storageClassName: Type.Optional(Type.String({ maxLength: 253 })),
+      storageClassName: Type.Optional(
+        ObjectName({ what: 'a StorageClass', description: "Left out: the cluster's default class." }),
+      ),
     }),
     backup: Type.Optional(
       Type.Object({
         enabled: Type.Boolean({ default: true }),
-        schedule: WithRules(Type.String({ maxLength: 64, default: '0 3 * * *' }), {
-          rule: `self.matches('${CRON_PATTERN.replace(/\\/g, '\\\\')}')`,
-          message: "backup.schedule must be a standard 5-field cron expression such as '0 3 * * *'",
+        schedule: CronSchedule({
+          default: '0 3 * * *',
+          field: 'backup.schedule',
+          description: "When to back up, as a CronJob schedule: '0 3 * * *', '@daily'.",
         }),
         historyLimit: Type.Integer({ minimum: 1, maximum: 30, default: 3 }),
       }),
@@ -111,8 +114,8 @@ export const DatabaseSpec = WithRules(
     ),
     credentials: Type.Optional(
       Type.Object({
-        secretName: Type.String({
-          maxLength: 253,
+        secretName: ObjectName({
+          what: 'a Secret',
           description:
             'Use this existing Secret (keys username, password) instead of generating credentials.',
         }),
@@ -194,6 +197,11 @@ export const Database = defineKind({
   description: 'A PostgreSQL or MySQL database run as a StatefulSet.',
   spec: DatabaseSpec,
   status: DatabaseStatus,
+  objectValidations: ChildNamingRules({
+    kind: 'Database',
+    maxLength: MAX_NAME_LENGTH,
+    children: 'StatefulSet, Services and backup CronJob',
+  }),
   scale: {
     specReplicasPath: '.spec.replicas',
     statusReplicasPath: '.status.replicas',

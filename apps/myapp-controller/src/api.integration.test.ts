@@ -1,11 +1,38 @@
-// A MyApp's Database and Cache templates carry those kinds' rules: a change the
-// API server refuses in a template is reported the way it is for the kind
-// itself, the cause a person has to act on first.
+// What the API server says about a MyApp it refuses, with no controller
+// running: every input of the admission corpus is rejected with a message
+// naming its field, or accepted. The Database and Cache templates carry those
+// kinds' rules: a change the API server refuses in a template is reported the
+// way it is for the kind itself, the cause a person has to act on first.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { InvalidError, KubeClient } from '@regulon/client';
+import { admit, caseTitle, problemWith } from '@regulon/crd/testing';
 import { start, type TestEnv } from '@regulon/testenv';
 import { MyApp, type MyAppObject } from './api.ts';
+import { MYAPP_CORPUS } from './testing/admission-corpus.ts';
+
+describe('MyApp admission corpus', () => {
+  let env: TestEnv;
+  let client: KubeClient;
+  let ns: string;
+
+  before(async () => {
+    env = await start();
+    await env.installCRDs([MyApp.crd()]);
+    client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 200, burst: 200 });
+    ns = await env.newNamespace('myapp-admission');
+  });
+  after(async () => {
+    client?.close();
+    await env?.stop();
+  });
+
+  for (const [i, c] of MYAPP_CORPUS.cases.entries())
+    test(caseTitle(c), async () => {
+      const admission = await admit(client, MYAPP_CORPUS, c, { name: `a${i}`, namespace: ns });
+      assert.equal(problemWith(c, admission), undefined);
+    });
+});
 
 describe('MyApp template changes the API server refuses', () => {
   let env: TestEnv;

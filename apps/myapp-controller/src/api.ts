@@ -1,6 +1,16 @@
 import { CacheSpec } from '@regulon/cache-controller';
-import { Conditions, defineKind, EnvVars, Type, type KindObject, Phase } from '@regulon/crd';
+import {
+  ChildNamingRules,
+  Conditions,
+  ContainerImage,
+  defineKind,
+  EnvVars,
+  Type,
+  type KindObject,
+  Phase,
+} from '@regulon/crd';
 import { DatabaseSpec, GROUP } from '@regulon/database-controller';
+import { MAX_NAME_LENGTH } from './children.ts';
 
 /**
  * The child templates are the Database and Cache specs themselves, rules and
@@ -8,7 +18,7 @@ import { DatabaseSpec, GROUP } from '@regulon/database-controller';
  * the child.
  */
 export const MyAppSpec = Type.Object({
-  image: Type.String({ minLength: 1, maxLength: 512, description: 'Container image of the application.' }),
+  image: ContainerImage({ description: 'Container image of the application.' }),
   replicas: Type.Integer({ minimum: 1, maximum: 10, default: 1 }),
   port: Type.Integer({
     minimum: 1,
@@ -59,6 +69,11 @@ export const MyApp = defineKind({
     'An application with its own Database and Cache, wired together through their binding Secrets.',
   spec: MyAppSpec,
   status: MyAppStatus,
+  objectValidations: ChildNamingRules({
+    kind: 'MyApp',
+    maxLength: MAX_NAME_LENGTH,
+    children: 'Database, Cache, Deployment and Service',
+  }),
   printerColumns: [
     // Replicas, Ready, Status: the shape every Regulon kind shows (see packages/crd/src/shipped.test.ts).
     // Ready is the application's available/desired replicas, as `kubectl get deployment` shows it.

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { InvalidError, KubeClient, Kinds, resourcePath, type ResourceClient } from '@regulon/client';
 import { start, type TestEnv } from '@regulon/testenv';
 import { Type } from 'typebox';
+import { CronSchedule } from './cron.ts';
 import {
   Conditions,
   EnvVars,
@@ -14,7 +15,8 @@ import {
   ResourceRequirements,
   WithRules,
 } from './helpers.ts';
-import { defineKind, type KindObject } from './kind.ts';
+import { defineKind, type KindDefinition, type KindObject } from './kind.ts';
+import { ChildNamingRules } from './names.ts';
 
 const GizmoSpec = Type.Object({
   color: Type.Optional(
@@ -152,7 +154,7 @@ describe('a kind installed on a real API server', () => {
 
   test('helper shapes are accepted: quantities in both forms, env vars checked by their rule', async () => {
     const g = await create({
-      resources: { limits: { cpu: '500m', memory: '1Gi' }, requests: { cpu: 1 } },
+      resources: { limits: { cpu: '1500m', memory: '1Gi' }, requests: { cpu: 1 } },
       env: [
         { name: 'A', value: 'x' },
         { name: 'B', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } },
@@ -339,6 +341,154 @@ describe('a kind installed on a real API server', () => {
       ['Name', 'Color', 'Replicas', 'Storage', 'Age'],
     );
     assert.deepEqual(table.rows[0]?.cells.slice(0, 4), [g.metadata.name, 'green', 1, '1Gi']);
+  });
+
+  test('resources: a request above its limit, an unknown resource and a quantity not above zero are refused', async () => {
+    const refused = async (resources: Record<string, Record<string, string | number>>) =>
+      rejection(create({ resources }));
+    assert.match(
+      await refused({ limits: { memory: '1Gi' }, requests: { memory: '2Gi' } }),
+      /spec\.resources\.requests: Invalid value: requests\.memory \(2Gi\) must not be greater than limits\.memory \(1Gi\)/,
+    );
+    // The int form is compared as a quantity too: 2 cpus against 1500 millicpus.
+    assert.match(
+      await refused({ limits: { cpu: '1500m' }, requests: { cpu: 2 } }),
+      /requests\.cpu \(2\) must not be greater than limits\.cpu \(1500m\)/,
+    );
+    assert.match(
+      await refused({ requests: { gpu: '1' } }),
+      /spec\.resources\.requests: Invalid value: unknown resource "gpu": use cpu, memory, ephemeral-storage/,
+    );
+    assert.match(
+      await refused({ limits: { cpu: 0 } }),
+      /spec\.resources\.limits\[cpu\]: Invalid value: 0: must be greater than zero/,
+    );
+    // Equal is fine, and a request with no limit beside it is not compared.
+    await create({ resources: { limits: { cpu: 1 }, requests: { cpu: '1000m', memory: '64Gi' } } });
+  });
+
+  test('a name rule on the whole object checks creates only, so an object stored before it stays writable', async () => {
+    const def = {
+      group: 'crdtest.regulon.dev',
+      version: 'v1alpha1',
+      kind: 'Named',
+      plural: 'nameds',
+      singular: 'named',
+      scope: 'Namespaced',
+      spec: Type.Object({ size: Type.Integer() }),
+      status: Type.Object({ seen: Type.Optional(Type.Integer()) }),
+    } satisfies KindDefinition;
+    const Before = defineKind(def);
+    const named = () => client.resource<KindObject<typeof Before>>(Before.type);
+    const object = (name: string) => Before.object({ metadata: { name, namespace: ns }, spec: { size: 1 } });
+    await env.installCRDs([Before.crd()]);
+    await named().create(object('stored.before'));
+
+    await env.installCRDs([
+      defineKind({
+        ...def,
+        objectValidations: ChildNamingRules({ kind: 'Named', maxLength: 20, children: 'Services' }),
+      }).crd(),
+    ]);
+    assert.match(
+      await rejection(named().create(object('made.after'))),
+      /metadata: Invalid value: name "made\.after" cannot be used: a Named names its Services after itself, and a Service name must be a DNS-1035 label/,
+    );
+    assert.match(
+      await rejection(named().create(object('a-name-of-21-letters'.padEnd(21, 'x')))),
+      /metadata: Invalid value: name "a-name-of-21-lettersx" is too long: a Named name is at most 20 characters/,
+    );
+    await named().patch('stored.before', { spec: { size: 2 } }, { type: 'merge', namespace: ns });
+    await named().patchStatus('stored.before', { status: { seen: 2 } }, { type: 'merge', namespace: ns });
+
+    // The same check as a plain rule runs on every write, the status writes of
+    // its controller too: the object stored before it could never be reported on.
+    await env.installCRDs([
+      defineKind({
+        ...def,
+        objectValidations: [
+          { rule: "!self.metadata.name.contains('.')", message: 'no dots', fieldPath: '.metadata' },
+        ],
+      }).crd(),
+    ]);
+    assert.match(
+      await rejection(
+        named().patchStatus('stored.before', { status: { seen: 3 } }, { type: 'merge', namespace: ns }),
+      ),
+      /metadata: Invalid value: no dots/,
+    );
+  });
+
+  test('a CronSchedule takes the schedules a CronJob takes, and refuses the ones it refuses', async () => {
+    const Timer = defineKind({
+      group: 'crdtest.regulon.dev',
+      version: 'v1alpha1',
+      kind: 'Timer',
+      plural: 'timers',
+      singular: 'timer',
+      scope: 'Namespaced',
+      spec: Type.Object({ schedule: CronSchedule() }),
+      status: Type.Object({}),
+    });
+    await env.installCRDs([Timer.crd()]);
+    const accepted = async (write: Promise<unknown>) =>
+      write.then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof InvalidError) return false;
+          throw err;
+        },
+      );
+    const cronJob = (schedule: string) => ({
+      apiVersion: 'batch/v1',
+      kind: 'CronJob',
+      metadata: { name: 'probe', namespace: ns },
+      spec: {
+        schedule,
+        jobTemplate: {
+          spec: {
+            template: {
+              spec: { restartPolicy: 'Never', containers: [{ name: 'c', image: 'busybox' }] },
+            },
+          },
+        },
+      },
+    });
+    // Refused here on purpose, though the CronJob's parser takes them: schedules nobody means.
+    const stricter = ['1,,2 * * * *', '*-5 * * * *', '@every 500ms', '@every -1h'];
+    const schedules = [
+      ...[
+        '* * * * *',
+        '*/5 * * * *',
+        '0 3 * * *',
+        '0 0 29 2 *',
+        '0 0 31 2 *',
+        '59 23 31 12 6',
+        '0 3 ? * MON-FRI',
+      ],
+      ...['0,30 9-17/2 * * 1-5', '0 0 1 jan,JUL *', '5/15 * * * *', '+5 003 * * *', '0 3 * * sun-sat'],
+      ...['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly', '@every 1h30m'],
+      ...['60 * * * *', '0 24 * * *', '0 0 0 * *', '0 0 32 * *', '0 0 * 0 *', '0 0 * 13 *', '0 0 * * 7'],
+      ...['0 0 * * sunday', '0 0 L * *', '0 0 * * 1#2', '*/0 * * * *', '30-10 * * * *', '0 0 * dec-jan *'],
+      ...['0 3 * *', '0 0 3 * * *', '@reboot', '@Daily', '@daily ', 'TZ=UTC 0 3 * * *', '-1 * * * *'],
+      ...stricter,
+    ];
+    const timers = client.resource<KindObject<typeof Timer>>(Timer.type);
+    const cronJobs = client.resource(Kinds.CronJob);
+    const differ: string[] = [];
+    for (const schedule of schedules) {
+      const ours = await accepted(
+        timers.create(Timer.object({ metadata: { name: 'probe', namespace: ns }, spec: { schedule } }), {
+          dryRun: true,
+        }),
+      );
+      const theirs = await accepted(cronJobs.create(cronJob(schedule), { dryRun: true }));
+      if (ours !== theirs) differ.push(`${JSON.stringify(schedule)}: ours ${ours}, CronJob ${theirs}`);
+    }
+    assert.deepEqual(
+      differ,
+      stricter.map((s) => `${JSON.stringify(s)}: ours false, CronJob true`),
+    );
   });
 
   test('a CEL rule over unbounded strings and lists exceeds the cost budget and the CRD is refused', async () => {

@@ -14,14 +14,20 @@ export {
   type ScaleSubresource,
 } from './kind.ts';
 export { crdYaml } from './yaml.ts';
+export { CRON_FIELDS, CronSchedule } from './cron.ts';
+export { ChildNamingRules } from './names.ts';
 export {
   Condition,
   Conditions,
   EnvVar,
   EnvVars,
+  CONTAINER_RESOURCES,
+  ContainerImage,
   GrowOnly,
+  IMAGE_PATTERN,
   Phase,
   Immutable,
+  ObjectName,
   Quantity,
   QUANTITY_PATTERN,
   ResourceRequirements,

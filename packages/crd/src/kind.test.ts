@@ -147,6 +147,24 @@ describe('defineKind', () => {
     ]);
   });
 
+  test('objectValidations go on the root schema, where a rule can read metadata.name', () => {
+    const rule = {
+      rule: "!self.metadata.name.contains('.')",
+      message: 'no dots',
+      fieldPath: '.metadata',
+      optionalOldSelf: false,
+    };
+    const root = defineKind({ ...definition, objectValidations: [rule] }).schema();
+    assert.deepEqual(root['x-kubernetes-validations'], [rule]);
+    // Only on the root: the spec keeps just its own rules.
+    assert.equal(root.properties?.['spec']?.['x-kubernetes-validations']?.length, 1);
+    assert.equal(Database.schema()['x-kubernetes-validations'], undefined);
+    assert.throws(
+      () => defineKind({ ...definition, objectValidations: [{ rule: 'true', severity: 'x' } as never] }),
+      (e: unknown) => e instanceof SchemaError && /unknown key "severity"/.test(e.message),
+    );
+  });
+
   test('crd() and schema() return copies', () => {
     const a = Database.crd();
     a.spec.names.kind = 'Changed';

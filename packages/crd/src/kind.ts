@@ -43,6 +43,13 @@ export interface KindDefinition<Spec extends TSchema = TSchema, Status extends T
   scale?: ScaleSubresource;
   /** CEL rules on `.spec` as a whole (cross-field rules). */
   validations?: ValidationRule[];
+  /**
+   * CEL rules on the whole object: the only place a rule can read
+   * `self.metadata.name` (see ChildNamingRules). The API server runs them on
+   * every write, status writes too, so a rule that must not strand objects
+   * stored before it existed checks on create only (`optionalOldSelf`).
+   */
+  objectValidations?: ValidationRule[];
   /** Description of the kind, shown by `kubectl explain`. */
   description?: string;
 }
@@ -199,6 +206,11 @@ function rootSchema(def: KindDefinition<TSchema, TSchema>): JSONSchemaProps {
     },
     required: ['spec'],
   };
+  if (def.objectValidations?.length)
+    root['x-kubernetes-validations'] = toStructural(
+      { type: 'object', 'x-kubernetes-validations': def.objectValidations },
+      '',
+    )['x-kubernetes-validations'];
   if (def.description) root.description = def.description;
   return sortSchema(root);
 }

@@ -3,14 +3,18 @@ import { describe, test } from 'node:test';
 import { Type, type Static } from 'typebox';
 import {
   Conditions,
+  ContainerImage,
   EnvVars,
   GrowOnly,
+  IMAGE_PATTERN,
   Immutable,
+  ObjectName,
   Quantity,
   QUANTITY_PATTERN,
   ResourceRequirements,
   WithRules,
 } from './helpers.ts';
+import { ChildNamingRules } from './names.ts';
 import { SchemaError, toStructural, type JSONSchemaProps } from './schema.ts';
 
 const TYPES = new Set(['object', 'array', 'string', 'integer', 'number', 'boolean']);
@@ -244,6 +248,88 @@ describe('helpers', () => {
     assert.deepEqual(e['x-kubernetes-list-map-keys'], ['name']);
     assert.equal(e.maxItems, 64);
     assertStructural(e);
+  });
+
+  test('Quantity({ positive }) refuses zero and below with a rule; a plain Quantity has none', () => {
+    assert.equal(toStructural(Quantity())['x-kubernetes-validations'], undefined);
+    const rules = toStructural(Quantity({ positive: true }))['x-kubernetes-validations'];
+    assert.equal(rules?.length, 1);
+    // string(): an int-or-string reaches CEL as an int when written as a number.
+    assert.match(
+      rules?.[0]?.rule ?? '',
+      /^!isQuantity\(string\(self\)\) \|\| quantity\(string\(self\)\)\.isGreaterThan\(quantity\('0'\)\)$/,
+    );
+    assert.equal(rules?.[0]?.message, 'must be greater than zero');
+  });
+
+  test('ResourceRequirements: positive quantities, known resource names, requests no higher than limits', () => {
+    const r = toStructural(ResourceRequirements());
+    for (const map of ['limits', 'requests']) {
+      const m = r.properties?.[map];
+      assert.match(
+        m?.['x-kubernetes-validations']?.[0]?.rule ?? '',
+        /'cpu', 'memory', 'ephemeral-storage'/,
+        map,
+      );
+      assert.equal(
+        m?.additionalProperties?.['x-kubernetes-validations']?.[0]?.message,
+        'must be greater than zero',
+      );
+    }
+    const [cross] = r['x-kubernetes-validations'] ?? [];
+    assert.equal(cross?.fieldPath, '.requests');
+    assert.match(cross?.rule ?? '', /isGreaterThan\(quantity\(string\(self\.limits\[k\]\)\)\)/);
+  });
+
+  test("ObjectName is a non-empty DNS-1123 subdomain checked by Kubernetes' own validation", () => {
+    const s = toStructural(ObjectName({ what: 'a Secret' }));
+    assert.equal(s.minLength, 1);
+    assert.equal(s.maxLength, 253);
+    const [rule] = s['x-kubernetes-validations'] ?? [];
+    assert.equal(rule?.rule, '!format.dns1123Subdomain().validate(self).hasValue()');
+    assert.match(rule?.message ?? '', /^must be the name of a Secret: /);
+  });
+
+  test('ContainerImage takes image references and refuses what the kubelet could not parse', () => {
+    const s = toStructural(ContainerImage());
+    assert.equal(s.minLength, 1);
+    assert.ok(s['x-kubernetes-validations']?.[0]?.rule.includes(JSON.stringify(IMAGE_PATTERN)));
+    const re = new RegExp(IMAGE_PATTERN);
+    const digest = `sha256:${'a'.repeat(64)}`;
+    for (const good of [
+      'shop',
+      'library/redis:8.0',
+      'ghcr.io/example/shop:1.0',
+      'localhost:5000/a/b_c__d-e.f:v1',
+      'Registry.Example.com/shop:latest',
+      `redis@${digest}`,
+      `ghcr.io/example/shop:1.0@${digest}`,
+    ])
+      assert.ok(re.test(good), good);
+    for (const bad of [
+      'shöp :1',
+      'Shop:1',
+      'shop:',
+      'shop:-1',
+      ' shop',
+      'shop ',
+      'a//b',
+      'shop@sha256:xyz',
+      '-shop',
+    ])
+      assert.ok(!re.test(bad), bad);
+  });
+
+  test('ChildNamingRules check the name on create only, and report it against metadata', () => {
+    const rules = ChildNamingRules({ kind: 'Gizmo', maxLength: 40, children: 'Services' });
+    assert.equal(rules.length, 2);
+    for (const r of rules) {
+      assert.equal(r.optionalOldSelf, true);
+      assert.match(r.rule, /^oldSelf\.hasValue\(\) \|\| /);
+      assert.equal(r.fieldPath, '.metadata');
+    }
+    assert.match(rules[0]!.rule, /format\.dns1035Label\(\)\.validate\(self\.metadata\.name\)/);
+    assert.match(rules[1]!.rule, /size\(self\.metadata\.name\) <= 40$/);
   });
 
   test('helpers return fresh schemas, so embedding one in two kinds shares nothing', () => {
