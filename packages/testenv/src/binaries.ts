@@ -42,6 +42,25 @@ export async function ensureBinaries(log: (line: string) => void = () => {}): Pr
   return layout(await runBuildScript(['tools', 'control-plane', 'build.sh'], log));
 }
 
+export interface NodeBinaries {
+  kubelet: string;
+  kubeProxy: string;
+  coredns: string;
+}
+
+/**
+ * Returns what a real node runs from the Go module proxy: kubelet and
+ * kube-proxy of the control plane's Kubernetes version, and CoreDNS
+ * (tools/control-plane/build-node.sh, cached beside the control plane).
+ * REGULON_NODE_BIN points at a prebuilt directory instead.
+ */
+export async function ensureNodeBinaries(log: (line: string) => void = () => {}): Promise<NodeBinaries> {
+  const dir =
+    process.env['REGULON_NODE_BIN'] ??
+    (await runBuildScript(['tools', 'control-plane', 'build-node.sh'], log));
+  return { kubelet: join(dir, 'kubelet'), kubeProxy: join(dir, 'kube-proxy'), coredns: join(dir, 'coredns') };
+}
+
 export interface PrometheusBinaries {
   prometheus: string;
   promtool: string;
@@ -61,7 +80,7 @@ export async function ensurePrometheus(log: (line: string) => void = () => {}): 
 }
 
 /** Runs one of the repository's cached-build scripts; its last line of output is the bin dir. */
-async function runBuildScript(path: string[], log: (line: string) => void): Promise<string> {
+export async function runBuildScript(path: string[], log: (line: string) => void): Promise<string> {
   const script = join(repoRoot(), ...path);
   return new Promise<string>((resolve, reject) => {
     const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });

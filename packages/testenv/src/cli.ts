@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // regulon-testenv: the local control plane from the command line.
-//   up      start it in .cluster/ (or $REGULON_CLUSTER_DIR) and leave it running
+//   up [--real-node]  start it in .cluster/ (or $REGULON_CLUSTER_DIR) and leave it
+//                     running; --real-node joins the machine's real node to it
 //   down    stop it and remove its directory
+//   images  build the real node's images (and the Debian packages that build them)
 //   status  show its components, readiness and nodes
 //   exec -- CMD ARGS...   run CMD against one control plane (started for the run
 //                         unless REGULON_TESTENV_DIR already names a running one)
@@ -12,10 +14,11 @@ import { join, relative } from 'node:path';
 import { ControlPlane } from './control-plane.ts';
 import { STATE_DIR_ENV } from './env.ts';
 import { adminRequest } from './http.ts';
+import { ensureImages } from './images.ts';
 import { defaultClusterDir } from './paths.ts';
 
 const log = (line: string) => process.stderr.write(`[testenv] ${line}\n`);
-const usage = 'usage: regulon-testenv up|down|status|exec -- COMMAND [ARGS...]';
+const usage = 'usage: regulon-testenv up [--real-node]|down|status|images|exec -- COMMAND [ARGS...]';
 
 async function running(dir: string): Promise<ControlPlane | undefined> {
   if (!ControlPlane.exists(dir)) return undefined;
@@ -36,10 +39,14 @@ function printAccess(cp: ControlPlane): void {
   console.log(`            export KUBECONFIG=${cp.kubeconfigPath}`);
 }
 
-async function up(): Promise<number> {
+async function up(args: string[]): Promise<number> {
+  const unknown = args.filter((a) => a !== '--real-node');
+  if (unknown.length) throw new Error(`unknown option ${unknown[0]}\n${usage}`);
+  const realNodes = args.includes('--real-node') ? 1 : 0;
   const dir = defaultClusterDir();
   const existing = await running(dir);
   if (existing) {
+    if (realNodes) await existing.ensureRealNode();
     log('already running');
     printAccess(existing);
     return 0;
@@ -47,7 +54,7 @@ async function up(): Promise<number> {
   if (ControlPlane.exists(dir)) await ControlPlane.attach(dir).stop();
   rmSync(dir, { recursive: true, force: true });
   const started = Date.now();
-  const cp = await ControlPlane.start({ dir, log });
+  const cp = await ControlPlane.start({ dir, log, realNodes });
   log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   printAccess(cp);
   return 0;
@@ -76,7 +83,10 @@ async function status(): Promise<number> {
     console.log(`${name.padEnd(24)} ${alive ? 'running' : 'stopped'}`);
   const ready = await running(dir);
   console.log(`${'api server'.padEnd(24)} ${ready ? 'ready' : 'not ready'}`);
-  if (ready) console.log(`${'nodes ready'.padEnd(24)} ${await cp.readyNodes()}/${cp.state.nodes}`);
+  if (ready)
+    console.log(
+      `${'nodes ready'.padEnd(24)} ${await cp.readyNodes()}/${cp.state.nodes + (cp.hasRealNode ? 1 : 0)}${cp.hasRealNode ? ' (one real)' : ''}`,
+    );
   printAccess(cp);
   return ready ? 0 : 1;
 }
@@ -117,9 +127,12 @@ async function main(): Promise<number> {
   const [command, ...rest] = process.argv.slice(2);
   switch (command) {
     case 'up':
-      return up();
+      return up(rest);
     case 'down':
       return down();
+    case 'images':
+      for (const img of await ensureImages(undefined, { log })) console.log(`${img.ref}\t${img.archive}`);
+      return 0;
     case 'status':
       return status();
     case 'exec':

@@ -1,10 +1,11 @@
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureBinaries, type Binaries } from './binaries.ts';
 import { generatePki, type Pki } from './certs.ts';
 import { adminRequest, postJson, type AdminCredentials } from './http.ts';
 import { freePorts } from './ports.ts';
 import { shardVolumeStages } from './kwok-stages.ts';
+import { startRealNode, stopRealNode, realNodeState, nodeDir } from './real-node.ts';
 import {
   delay,
   isAlive,
@@ -30,6 +31,11 @@ export interface ControlPlaneOptions {
   dir: string;
   /** Fake KWOK nodes to register (default 3). */
   nodes?: number;
+  /**
+   * Real nodes (0 or 1; default 0): a kubelet with containerd that runs real
+   * Pods from the Debian-built images (see real-node.ts). One per machine.
+   */
+  realNodes?: number;
   log?: (line: string) => void;
   /**
    * How long starting may take, from the moment the binaries are at hand: a
@@ -137,7 +143,14 @@ export class ControlPlane {
     const kubeconfigPath = join(dir, 'kubeconfig');
     writeFileSync(kubeconfigPath, kubeconfig(server, pki), { mode: 0o600 });
     const scale = options.scale ?? {};
-    const stages = shardVolumeStages(readFileSync(bins.kwokStages, 'utf8'), scale.volumeShards ?? 1);
+    // KWOK's PersistentVolumes are hostPath directories. Under a real node the
+    // kubelet really creates and mounts them, so keep them in the run's
+    // directory, removed with it, rather than in the machine's /tmp.
+    const stagesYaml = readFileSync(bins.kwokStages, 'utf8').replaceAll(
+      '/tmp/kwok-local-path-provisioner/',
+      `${join(dir, 'volumes')}/`,
+    );
+    const stages = shardVolumeStages(stagesYaml, scale.volumeShards ?? 1);
     writeFileSync(join(dir, 'kwok-config.yaml'), stages.main);
     stages.volumeOnly.forEach((yaml, i) => writeFileSync(join(dir, `kwok-volumes-${i + 1}.yaml`), yaml));
 
@@ -201,6 +214,7 @@ export class ControlPlane {
         deadline,
         async () => (await cp.readyNodes()) >= cp.state.nodes,
       );
+      if ((options.realNodes ?? 0) > 0) await cp.ensureRealNode(deadline);
     } catch (err) {
       await cp.stop();
       throw err;
@@ -220,8 +234,48 @@ export class ControlPlane {
     ).length;
   }
 
-  /** Stops every component: the API server's clients first, etcd last. */
+  /** Whether this control plane has its real node (started by any process). */
+  get hasRealNode(): boolean {
+    return realNodeState(this.state.dir) !== undefined;
+  }
+
+  /**
+   * Joins the machine's real node to this control plane, unless it already
+   * has it. Serialised across the processes sharing the control plane (test
+   * files run in parallel), so the first to ask starts it and the others wait.
+   */
+  async ensureRealNode(deadline = this.#now() + DEFAULT_START_TIMEOUT_MS): Promise<void> {
+    if (this.hasRealNode) return;
+    const lock = join(this.state.dir, 'real-node.lock');
+    for (;;) {
+      try {
+        mkdirSync(lock);
+        break;
+      } catch {
+        if (this.hasRealNode) return;
+        await delay(500);
+      }
+    }
+    try {
+      if (this.hasRealNode) return;
+      await startRealNode({
+        controlPlaneDir: this.state.dir,
+        credentials: this.credentials,
+        kubeconfigPath: this.state.kubeconfigPath,
+        caCert: this.state.pki.caCert,
+        log: this.#log,
+        // Building binaries and images (minutes on a first run) doesn't count against it.
+        deadline: Math.max(deadline, this.#now() + DEFAULT_START_TIMEOUT_MS),
+        now: this.#now,
+      });
+    } finally {
+      rmSync(lock, { recursive: true, force: true });
+    }
+  }
+
+  /** Stops every component: the real node and the API server's clients first, etcd last. */
   async stop(): Promise<void> {
+    const problems = await stopRealNode(nodeDir(this.state.dir));
     // Another process may have restarted a component since we started it; the state file has its pid.
     this.#reload();
     const kwoks = Object.keys(this.state.components).filter((n) => n.startsWith('kwok'));
@@ -230,6 +284,10 @@ export class ControlPlane {
       const c = this.state.components[name];
       if (c) await stopComponent(c);
     }
+    // Thrown last, after every process is stopped: callers must not delete a
+    // directory that still has the node's mounts in it.
+    if (problems.length)
+      throw new Error(`testenv: the real node left on this machine: ${problems.join('; ')}`);
   }
 
   /** Whether every component process is still running. */
@@ -451,6 +509,12 @@ function apiserverArgs(dir: string, pki: Pki, port: number, etcd: string, profil
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
     `--service-cluster-ip-range=${SERVICE_CIDR}`,
     '--authorization-mode=RBAC',
+    // A namespace's annotations pin its Pods to the real node (TestEnv.newNamespace({ realNode })).
+    '--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction',
+    // For `kubectl logs/exec` on a real node: its kubelet trusts this CA's admin certificate.
+    `--kubelet-client-certificate=${pki.adminCert}`,
+    `--kubelet-client-key=${pki.adminKey}`,
+    '--kubelet-preferred-address-types=InternalIP',
     '--allow-privileged=true',
     // PodTemplates have no watch cache, so a watch resuming from a compacted
     // resourceVersion reaches etcd and gets a real 410 Gone (cache tests use it).

@@ -6,6 +6,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
 import { adminRequest } from './http.ts';
+import { REAL_NODE_LABEL } from './node-config.ts';
 
 /** Set by `regulon-testenv exec` (and `start()`), read by every test process it runs. */
 export const STATE_DIR_ENV = 'REGULON_TESTENV_DIR';
@@ -49,8 +50,16 @@ export class TestEnv {
     return this.controlPlane.server;
   }
 
-  /** Creates a fresh namespace `<prefix>-<random>` and returns its name. */
-  async newNamespace(prefix = 'test'): Promise<string> {
+  /**
+   * Creates a fresh namespace `<prefix>-<random>` and returns its name. With
+   * `realNode`, every Pod in it runs on the real node and nowhere else,
+   * whatever its controller renders: the namespace carries the node selector
+   * and the toleration of the real node's taint (the API server's
+   * PodNodeSelector and PodTolerationRestriction admission plugins add them).
+   */
+  async newNamespace(prefix = 'test', options: { realNode?: boolean } = {}): Promise<string> {
+    if (options.realNode && !this.controlPlane.hasRealNode)
+      throw new Error('testenv: newNamespace({ realNode: true }) needs start({ realNodes: 1 })');
     const name = `${prefix
       .toLowerCase()
       .replace(/[^a-z0-9-]/g, '-')
@@ -58,7 +67,11 @@ export class TestEnv {
     const res = await adminRequest(this.controlPlane.credentials, 'POST', '/api/v1/namespaces', {
       apiVersion: 'v1',
       kind: 'Namespace',
-      metadata: { name, labels: { 'regulon.dev/testenv': 'true' } },
+      metadata: {
+        name,
+        labels: { 'regulon.dev/testenv': 'true' },
+        ...(options.realNode ? { annotations: realNodeNamespaceAnnotations() } : {}),
+      },
     });
     if (res.status !== 201) throw new Error(`testenv: creating namespace ${name}: ${res.body}`);
     // The controller-manager fills a new namespace with its default ServiceAccount
@@ -170,8 +183,21 @@ function readCRDs(dir: string): CustomResourceDefinition[] {
 export async function start(options: TestEnvOptions = {}): Promise<TestEnv> {
   const log = options.verbose ? (l: string) => process.stderr.write(`[testenv] ${l}\n`) : options.log;
   const shared = process.env[STATE_DIR_ENV];
-  if (shared && ControlPlane.exists(shared)) return new TestEnv(ControlPlane.attach(shared, log), false);
+  if (shared && ControlPlane.exists(shared)) {
+    const cp = ControlPlane.attach(shared, log);
+    if ((options.realNodes ?? 0) > 0) await cp.ensureRealNode();
+    return new TestEnv(cp, false);
+  }
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'regulon-testenv-'));
   const cp = await ControlPlane.start({ ...options, dir, ...(log ? { log } : {}) });
   return new TestEnv(cp, true, options.dir ? undefined : dir);
+}
+
+function realNodeNamespaceAnnotations(): Record<string, string> {
+  return {
+    'scheduler.alpha.kubernetes.io/node-selector': `${REAL_NODE_LABEL}=true`,
+    'scheduler.alpha.kubernetes.io/defaultTolerations': JSON.stringify([
+      { key: REAL_NODE_LABEL, operator: 'Exists', effect: 'NoSchedule' },
+    ]),
+  };
 }

@@ -9,6 +9,17 @@ export {
   type ControlPlaneState,
 } from './control-plane.ts';
 export { ensureBinaries, ensurePrometheus, type Binaries, type PrometheusBinaries } from './binaries.ts';
+export { ensureKstatus, kstatus, type KstatusResult } from './kstatus.ts';
 export { repoRoot, defaultClusterDir } from './paths.ts';
 export { eventually } from './wait.ts';
 export { freePorts } from './ports.ts';
+export {
+  ensureImages,
+  IMAGE_NAMES,
+  type ImageArchive,
+  type ImageName,
+  type EnsureImagesOptions,
+} from './images.ts';
+export { ensureDebianPackages, missingDebianPackages, type DebianPackagesOptions } from './debian.ts';
+export { ensureNodeBinaries, type NodeBinaries } from './binaries.ts';
+export { REAL_NODE_LABEL, realNodeUnsupported, NODE_PACKAGES } from './real-node.ts';

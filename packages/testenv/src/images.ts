@@ -1,0 +1,118 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { ensureDebianPackages } from './debian.ts';
+import { repoRoot } from './paths.ts';
+
+/**
+ * The images tools/images/build.sh knows, one recipe each in
+ * tools/images/recipes/ (a test keeps this list and the recipes equal):
+ * - `pause`: catatonit in pause mode, containerd's sandbox image;
+ * - `postgres`, `mariadb`, `redis`, `memcached`: the engines, each running as
+ *   the uid of its official image, with no data and no entrypoint script;
+ * - `client`: psql, mariadb, redis-cli, memcached tools, curl, dig.
+ */
+export const IMAGE_NAMES = ['pause', 'postgres', 'mariadb', 'redis', 'memcached', 'client'] as const;
+
+export type ImageName = (typeof IMAGE_NAMES)[number];
+
+export interface ImageArchive {
+  name: string;
+  /** What `ctr images import` names it, e.g. `regulon.local/postgres:15`. */
+  ref: string;
+  /** An OCI image layout in a tar, for `ctr -n k8s.io images import`. */
+  archive: string;
+}
+
+export interface EnsureImagesOptions {
+  /** Build the missing images (default). When false, a missing image is an error. */
+  build?: boolean;
+  log?: (line: string) => void;
+}
+
+/** What tools/images/build.sh writes beside each archive (the fields read here). */
+interface ImageManifest {
+  name: string;
+  ref: string;
+}
+
+/**
+ * Returns the archives of `names` (default: all), building the missing ones
+ * from Debian packages first: about 30-60 s an image on 2 cores, once per
+ * recipe change, then cached by recipe content under
+ * `${REGULON_CACHE_DIR:-~/.cache/regulon}/images`. Building needs root or
+ * the Debian packages `tools/images/build.sh --needs` lists (installed with
+ * apt when running as root). Nothing is loaded anywhere: the caller imports
+ * the archives into its containerd.
+ */
+export async function ensureImages(
+  names: readonly string[] = IMAGE_NAMES,
+  options: EnsureImagesOptions = {},
+): Promise<ImageArchive[]> {
+  const unknown = names.filter((n) => !(IMAGE_NAMES as readonly string[]).includes(n));
+  if (unknown.length) {
+    throw new Error(`testenv: no image named ${unknown.join(', ')}; known images: ${IMAGE_NAMES.join(', ')}`);
+  }
+  if (names.length === 0) return [];
+  const log = options.log ?? (() => {});
+  const archives = await buildScript(['--print', ...names], log);
+  const missing = names.filter((_, i) => !built(archives[i] ?? ''));
+  if (missing.length) {
+    if (options.build === false) {
+      throw new Error(
+        `testenv: images not built: ${missing.join(', ')}; build them with tools/images/build.sh ${missing.join(' ')}`,
+      );
+    }
+    const needs = await buildScript(['--needs'], log);
+    await ensureDebianPackages(needs, 'building the test images (tools/images)', { log });
+    log(`building images: ${missing.join(' ')}`);
+    await buildScript([...missing], log);
+  }
+  return names.map((name, i) => {
+    const archive = archives[i] ?? '';
+    if (!built(archive)) throw new Error(`testenv: tools/images/build.sh did not produce ${archive}`);
+    const manifest = JSON.parse(readFileSync(manifestOf(archive), 'utf8')) as ImageManifest;
+    return { name, ref: manifest.ref, archive };
+  });
+}
+
+function manifestOf(archive: string): string {
+  return join(dirname(archive), 'image.json');
+}
+
+function built(archive: string): boolean {
+  return archive !== '' && existsSync(archive) && existsSync(manifestOf(archive));
+}
+
+/**
+ * Runs tools/images/build.sh: its stdout lines are the result, its stderr
+ * goes to the log, and the end of it into the error when it fails.
+ */
+function buildScript(args: string[], log: (line: string) => void): Promise<string[]> {
+  const script = join(repoRoot(), 'tools', 'images', 'build.sh');
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let partial = '';
+    const tail: string[] = [];
+    const line = (l: string) => {
+      if (!l.trim()) return;
+      log(l);
+      tail.push(l);
+      if (tail.length > 20) tail.shift();
+    };
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      const lines = (partial + d.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      lines.forEach(line);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      line(partial);
+      if (code === 0) resolve(out.split('\n').filter((l) => l.trim() !== ''));
+      else
+        reject(new Error(`tools/images/build.sh ${args.join(' ')} exited with ${code}:\n${tail.join('\n')}`));
+    });
+  });
+}

@@ -1,0 +1,394 @@
+// A real node joined to the local control plane: containerd + runc from
+// Debian, kubelet and kube-proxy of the control plane's version, a bridge for
+// Pods, CoreDNS for cluster DNS, and the Debian-built images loaded into
+// containerd. It changes the machine (bridge, iptables, sysctls, cgroups,
+// mounts), so it records each change before making it and `stopRealNode`
+// undoes them from that record, also from another process after a crash.
+import { execFileSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { ensureNodeBinaries, type NodeBinaries } from './binaries.ts';
+import { ensureDebianPackages } from './debian.ts';
+import {
+  cgroupPids,
+  createCgroupRoot,
+  linkExists,
+  restoreHost,
+  setSysctl,
+  sh,
+  snapshotHost,
+  type HostRecord,
+} from './host.ts';
+import { adminRequest, type AdminCredentials } from './http.ts';
+import { ensureImages, type ImageArchive } from './images.ts';
+import {
+  cniConfig,
+  containerdConfig,
+  containerdSocket,
+  corefile,
+  kubeletConfig,
+  kubeProxyConfig,
+  NODE_NETWORK,
+  REAL_NODE_LABEL,
+  REFUSING_REGISTRY,
+  type NodeLayout,
+} from './node-config.ts';
+import { freePorts } from './ports.ts';
+import { delay, isAlive, logTail, startComponent, stopComponent, type ComponentState } from './process.ts';
+
+export { REAL_NODE_LABEL } from './node-config.ts';
+
+/** Debian packages the node runs. */
+export const NODE_PACKAGES = [
+  'containerd',
+  'runc',
+  'containernetworking-plugins',
+  'iptables',
+  'iproute2',
+  'conntrack',
+] as const;
+
+/** One real node per machine: the bridge, the kubelet's ports and the cgroup root are machine-wide. */
+export const REAL_NODE_LOCK = '/run/regulon-real-node.lock';
+const CGROUP_ROOT = 'regulon-node';
+const NODE_NAME = 'real-node-0';
+const STATE_FILE = 'state.json';
+
+export interface RealNodeState {
+  dir: string;
+  nodeName: string;
+  host: HostRecord;
+  components: Record<string, ComponentState>;
+}
+
+export interface RealNodeOptions {
+  /** The control plane's directory; the node lives in `<dir>/node`. */
+  controlPlaneDir: string;
+  credentials: AdminCredentials;
+  kubeconfigPath: string;
+  caCert: string;
+  log?: (line: string) => void;
+  /** Deadline (epoch ms) for the node to be Ready once everything is built. */
+  deadline: number;
+  now?: () => number;
+}
+
+/** Why this machine can't run a real node, or undefined when it can. */
+export function realNodeUnsupported(): string | undefined {
+  if (process.platform !== 'linux') return `a real node needs Linux (this is ${process.platform})`;
+  if (process.getuid?.() !== 0)
+    return 'a real node needs root: it creates a bridge, iptables rules and cgroups (run the tests as root, or without real-node tests)';
+  if (!existsSync('/sys/fs/cgroup/memory/cgroup.procs') || !existsSync('/sys/fs/cgroup/cpu/cgroup.procs'))
+    return 'a real node needs cgroup v1 memory and cpu hierarchies mounted at /sys/fs/cgroup/{memory,cpu} (the machine kind this project runs on); this machine has none';
+  if (!existsSync('/proc/sys/net/bridge/bridge-nf-call-iptables'))
+    return "a real node needs the kernel's br_netfilter (/proc/sys/net/bridge/bridge-nf-call-iptables), so that Services work between Pods on one bridge";
+  return undefined;
+}
+
+export function nodeDir(controlPlaneDir: string): string {
+  return join(controlPlaneDir, 'node');
+}
+
+export function realNodeState(controlPlaneDir: string): RealNodeState | undefined {
+  const file = join(nodeDir(controlPlaneDir), STATE_FILE);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as RealNodeState) : undefined;
+}
+
+/** Starts the machine's real node for the control plane in `controlPlaneDir` and waits until it is Ready. */
+export async function startRealNode(options: RealNodeOptions): Promise<RealNodeState> {
+  const log = options.log ?? (() => {});
+  const now = options.now ?? Date.now;
+  const unsupported = realNodeUnsupported();
+  if (unsupported) throw new Error(`testenv: ${unsupported}`);
+  await ensureDebianPackages(NODE_PACKAGES, 'a real node', { log });
+  const bins = await ensureNodeBinaries(log);
+  const images = await ensureImages(undefined, { log });
+  const pause = images.find((i) => i.name === 'pause');
+  if (!pause) throw new Error('testenv: no pause image among the built images');
+
+  const dir = nodeDir(options.controlPlaneDir);
+  await takeLock(dir);
+  const layout: NodeLayout = {
+    dir,
+    containerdRoot: join(
+      process.env['REGULON_CACHE_DIR'] ?? join(homedir(), '.cache', 'regulon'),
+      'node',
+      'containerd',
+    ),
+    nodeName: NODE_NAME,
+    kubeconfigPath: options.kubeconfigPath,
+    caCert: options.caCert,
+    pauseImage: pause.ref,
+    cgroupRoot: CGROUP_ROOT,
+    clusterDomain: 'cluster.local',
+  };
+  const state: RealNodeState = {
+    dir,
+    nodeName: NODE_NAME,
+    host: snapshotHost(NODE_NETWORK.bridge, CGROUP_ROOT, [dir]),
+    components: {},
+  };
+  const save = () => writeFileSync(join(dir, STATE_FILE), JSON.stringify(state, null, 2));
+  try {
+    for (const sub of ['logs', 'containerd/certs.d/_default', 'cni/net.d', 'kubelet'])
+      mkdirSync(join(dir, sub), { recursive: true });
+    mkdirSync(layout.containerdRoot, { recursive: true });
+    save();
+    configureHost(state.host, options.credentials);
+    save();
+
+    writeFileSync(join(dir, 'containerd', 'config.toml'), containerdConfig(layout));
+    writeFileSync(join(dir, 'containerd', 'certs.d', '_default', 'hosts.toml'), REFUSING_REGISTRY);
+    writeFileSync(join(dir, 'cni', 'net.d', '10-regulon.conflist'), cniConfig(layout));
+    writeFileSync(join(dir, 'resolv.conf'), '');
+    const spawn = (name: string, bin: string, args: string[]) => {
+      const running = startComponent(name, bin, args, join(dir, 'logs', `${name}.log`));
+      state.components[name] = running.state;
+      save();
+      log(`started ${name} (pid ${running.state.pid})`);
+      return running.state;
+    };
+    const waitFor = async (
+      what: string,
+      c: ComponentState | undefined,
+      ready: () => Promise<boolean> | boolean,
+    ) => {
+      while (now() < options.deadline) {
+        if (c && !isAlive(c.pid))
+          throw new Error(`testenv: real node: ${what} exited while starting:\n${logTail(c.log)}`);
+        try {
+          if (await ready()) return log(`${what} ready`);
+        } catch {
+          // not yet
+        }
+        await delay(200);
+      }
+      throw new Error(`testenv: real node: timed out waiting for ${what}${c ? `\n${logTail(c.log)}` : ''}`);
+    };
+
+    const containerd = spawn('containerd', 'containerd', [
+      '--config',
+      join(dir, 'containerd', 'config.toml'),
+    ]);
+    const ctr = (...args: string[]) =>
+      sh('ctr', ['--address', containerdSocket(layout), '-n', 'k8s.io', ...args]);
+    await waitFor('containerd', containerd, () => (ctr('version'), true));
+    forgetPreviousRun(ctr);
+    loadImages(ctr, images, layout, log);
+
+    const [dnsReadyPort, proxyHealthPort, proxyMetricsPort] = (await freePorts(3)) as [
+      number,
+      number,
+      number,
+    ];
+    writeFileSync(join(dir, 'Corefile'), corefile(layout, dnsReadyPort));
+    const coredns = spawn('coredns', bins.coredns, ['-conf', join(dir, 'Corefile')]);
+    await waitFor('coredns', coredns, async () => (await fetch(`http://127.0.0.1:${dnsReadyPort}/ready`)).ok);
+
+    createCgroupRoot(CGROUP_ROOT);
+    writeFileSync(join(dir, 'kubelet', 'config.json'), kubeletConfig(layout, NODE_NETWORK.nodeIP));
+    const kubelet = spawn('kubelet', bins.kubelet, [
+      `--config=${join(dir, 'kubelet', 'config.json')}`,
+      `--kubeconfig=${options.kubeconfigPath}`,
+      `--root-dir=${join(dir, 'kubelet')}`,
+      `--hostname-override=${NODE_NAME}`,
+      `--node-ip=${NODE_NETWORK.nodeIP}`,
+      `--node-labels=${REAL_NODE_LABEL}=true`,
+      `--cert-dir=${join(dir, 'kubelet', 'pki')}`,
+      '--v=1',
+    ]);
+    writeFileSync(join(dir, 'kube-proxy.json'), kubeProxyConfig(layout, proxyHealthPort, proxyMetricsPort));
+    const proxy = spawn('kube-proxy', bins.kubeProxy, [`--config=${join(dir, 'kube-proxy.json')}`]);
+    await waitFor(
+      'kube-proxy',
+      proxy,
+      async () => (await fetch(`http://127.0.0.1:${proxyHealthPort}/healthz`)).ok,
+    );
+    await waitFor(`node ${NODE_NAME} Ready`, kubelet, async () => nodeReady(options.credentials));
+    return state;
+  } catch (err) {
+    await stopRealNode(dir);
+    throw err;
+  }
+}
+
+/**
+ * Stops the node in `dir` and undoes its changes to the machine. Safe to
+ * call from any process, after a crash, and more than once. Returns what
+ * could not be undone.
+ */
+export async function stopRealNode(dir: string, bins?: NodeBinaries): Promise<string[]> {
+  const file = join(dir, STATE_FILE);
+  if (!existsSync(file)) return [];
+  const state = JSON.parse(readFileSync(file, 'utf8')) as RealNodeState;
+  const c = state.components;
+  // The kubelet first, so nothing restarts what is stopped next.
+  if (c['kubelet']) await stopComponent(c['kubelet']);
+  for (let i = 0; i < 3; i++) {
+    const pods = [...cgroupPids(state.host.cgroupRoot), ...shimPids(dir)];
+    if (pods.length === 0) break;
+    for (const pid of pods) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    await delay(200);
+  }
+  for (const name of ['kube-proxy', 'coredns', 'containerd']) if (c[name]) await stopComponent(c[name]);
+  const proxyBin = bins?.kubeProxy ?? c['kube-proxy']?.bin;
+  if (proxyBin && existsSync(proxyBin)) {
+    try {
+      // kube-proxy's own teardown of its chains; what it misses, restoreHost's diff removes.
+      execFileSync(proxyBin, ['--cleanup'], { stdio: 'ignore' });
+    } catch {
+      // restoreHost reports what is left
+    }
+  }
+  const problems = restoreHost(state.host);
+  if (problems.length === 0) rmSync(dir, { recursive: true, force: true });
+  releaseLock(dir);
+  return problems;
+}
+
+function configureHost(record: HostRecord, credentials: AdminCredentials): void {
+  const { bridge, nodeIP, podSubnet, apiServiceIP } = NODE_NETWORK;
+  if (linkExists(bridge))
+    throw new Error(`testenv: real node: a network interface named ${bridge} already exists`);
+  sh('ip', ['link', 'add', bridge, 'type', 'bridge']);
+  sh('ip', ['addr', 'add', `${nodeIP}/${podSubnet.split('/')[1]}`, 'dev', bridge]);
+  sh('ip', ['link', 'set', bridge, 'up']);
+  setSysctl(record, 'net.ipv4.ip_forward', '1');
+  setSysctl(record, 'net.bridge.bridge-nf-call-iptables', '1');
+  // The API server listens on loopback only; Pods reach it by a DNAT to 127.0.0.1 from the bridge.
+  setSysctl(record, `net.ipv4.conf.${bridge}.route_localnet`, '1');
+  const apiPort = new URL(credentials.server).port;
+  const rules = [
+    // Pods reach each other and this machine, nothing beyond it: the workplace's network rule.
+    ['filter', '-N', 'REGULON-NODE-FORWARD'],
+    ['filter', '-A', 'REGULON-NODE-FORWARD', '-i', bridge, '-o', bridge, '-j', 'ACCEPT'],
+    ['filter', '-A', 'REGULON-NODE-FORWARD', '-i', bridge, '-j', 'DROP'],
+    ['filter', '-A', 'REGULON-NODE-FORWARD', '-o', bridge, '-j', 'DROP'],
+    ['filter', '-I', 'FORWARD', '1', '-j', 'REGULON-NODE-FORWARD'],
+    // The `kubernetes` Service in Pods: in-cluster config works unchanged.
+    ['nat', '-N', 'REGULON-NODE-API'],
+    [
+      'nat',
+      '-A',
+      'REGULON-NODE-API',
+      '-i',
+      bridge,
+      '-d',
+      `${apiServiceIP}/32`,
+      '-p',
+      'tcp',
+      '--dport',
+      '443',
+      '-j',
+      'DNAT',
+      '--to-destination',
+      `127.0.0.1:${apiPort}`,
+    ],
+    ['nat', '-I', 'PREROUTING', '1', '-j', 'REGULON-NODE-API'],
+  ];
+  for (const [table, ...args] of rules) sh('iptables', ['-t', table!, ...args]);
+}
+
+/** A previous run's sandboxes and containers in the kept containerd root: the kubelet must not find them. */
+function forgetPreviousRun(ctr: (...args: string[]) => string): void {
+  for (const id of ctr('containers', 'ls', '-q').split('\n').filter(Boolean)) {
+    try {
+      ctr('containers', 'rm', id);
+    } catch {
+      // removed with its sandbox
+    }
+  }
+}
+
+/** Imports each image whose archive (named by its content hash) is not the one already loaded. */
+function loadImages(
+  ctr: (...args: string[]) => string,
+  images: ImageArchive[],
+  layout: NodeLayout,
+  log: (line: string) => void,
+): void {
+  const markerFile = join(layout.containerdRoot, 'regulon-imported.json');
+  const loaded = existsSync(markerFile)
+    ? (JSON.parse(readFileSync(markerFile, 'utf8')) as Record<string, string>)
+    : {};
+  const present = new Set(ctr('images', 'ls', '-q').split('\n').filter(Boolean));
+  for (const img of images) {
+    if (loaded[img.ref] === img.archive && present.has(img.ref)) continue;
+    const t = Date.now();
+    ctr('images', 'import', '--no-unpack', img.archive);
+    loaded[img.ref] = img.archive;
+    writeFileSync(markerFile, JSON.stringify(loaded, null, 2));
+    log(`loaded image ${img.ref} in ${Date.now() - t} ms`);
+  }
+}
+
+async function nodeReady(credentials: AdminCredentials): Promise<boolean> {
+  const res = await adminRequest(credentials, 'GET', `/api/v1/nodes/${NODE_NAME}`);
+  if (res.status !== 200) return false;
+  const node = JSON.parse(res.body) as { status?: { conditions?: Array<{ type: string; status: string }> } };
+  return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** containerd-shim processes serving this node's containerd: they outlive it, reparented to init. */
+export function shimPids(dir: string): number[] {
+  const pids: number[] = [];
+  for (const pid of readdirSafe('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (cmd.includes('containerd-shim') && cmd.includes(dir)) pids.push(Number(pid));
+    } catch {
+      // exited
+    }
+  }
+  return pids;
+}
+
+function readdirSafe(path: string): string[] {
+  try {
+    return execFileSync('ls', [path], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+async function takeLock(dir: string): Promise<void> {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(REAL_NODE_LOCK, 'wx');
+      writeFileSync(fd, JSON.stringify({ dir, pid: process.pid }));
+      closeSync(fd);
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const holder = JSON.parse(readFileSync(REAL_NODE_LOCK, 'utf8')) as { dir: string; pid: number };
+    const running = realNodeState(join(holder.dir, '..'));
+    if (running && Object.values(running.components).some((c) => isAlive(c.pid))) {
+      throw new Error(
+        `testenv: this machine already runs a real node (for ${join(holder.dir, '..')}); there can be one per machine. ` +
+          `Stop it with \`REGULON_CLUSTER_DIR=${join(holder.dir, '..')} npm run cluster -- down\`, or wait for its run to end.`,
+      );
+    }
+    // Its processes are gone: a crashed run's node. Undo what it left on the machine, then take over.
+    await stopRealNode(holder.dir);
+    rmSync(REAL_NODE_LOCK, { force: true });
+  }
+  throw new Error(`testenv: could not take ${REAL_NODE_LOCK}`);
+}
+
+function releaseLock(dir: string): void {
+  try {
+    const holder = JSON.parse(readFileSync(REAL_NODE_LOCK, 'utf8')) as { dir: string };
+    if (holder.dir === dir) rmSync(REAL_NODE_LOCK, { force: true });
+  } catch {
+    // not held
+  }
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds what a real node runs besides its Debian packages: kubelet and
+# kube-proxy from the same k8s.io/kubernetes module and replaces as the control
+# plane, and CoreDNS for cluster DNS. Cached outside the repository, keyed by
+# the pinned versions, beside the control plane. Prints the bin dir.
+#
+#   tools/control-plane/build-node.sh          build if missing, print bin dir
+#   tools/control-plane/build-node.sh --print  print bin dir only, build nothing
+#
+# A separate cache entry from build.sh: the KWOK-only control plane of scale
+# tests and `npm start` does not wait for these.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+goos="$(go env GOOS)"
+goarch="$(go env GOARCH)"
+key="node_k8s-${KUBERNETES_VERSION}_coredns-${COREDNS_VERSION}_${goos}-${goarch}"
+cache_root="${REGULON_CACHE_DIR:-$HOME/.cache/regulon}/control-plane"
+bin="$cache_root/$key/bin"
+binaries=(kubelet kube-proxy coredns)
+
+complete() {
+  for b in "${binaries[@]}"; do [ -x "$bin/$b" ] || return 1; done
+}
+
+# shellcheck source=../lib/cached-build.sh
+source "$here/../lib/cached-build.sh"
+begin_cached_build "$@"
+export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+
+minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
+build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+kube_ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  kube_ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  kube_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
+done
+
+log() { echo "[node] $*" >&2; }
+
+log "building kubernetes $KUBERNETES_VERSION (kubelet, kube-proxy)"
+(cd "$here/kubernetes" && go build -trimpath -ldflags "$kube_ldflags" -o "$staging/" \
+  k8s.io/kubernetes/cmd/kubelet \
+  k8s.io/kubernetes/cmd/kube-proxy) >&2
+
+log "building coredns $COREDNS_VERSION"
+(cd "$here/coredns" && go build -trimpath -ldflags "-s -w" -o "$staging/coredns" .) >&2
+
+finish_cached_build node
