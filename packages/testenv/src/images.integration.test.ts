@@ -1,255 +1,18 @@
-// The images for real: built (or taken from the cache) by ensureImages(),
-// imported into a private containerd, and run. Each engine serves a request,
-// under the uid the operators expect. The containerd is this test's own: its
-// root, state, socket, runc root and FIFOs live in one temporary directory,
-// and the last test checks that stopping it leaves nothing behind.
+// The images for real, as Pods on the real node: each engine serves a request
+// under the uid the operators expect, and the images carry no data of their
+// own. (The pause image is the sandbox of every Pod on the node, so each test
+// here runs it too.)
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
-import {
-  closeSync,
-  existsSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { ensureDebianPackages } from './debian.ts';
 import { ensureImages, IMAGE_NAMES, type ImageArchive } from './images.ts';
-import { isAlive } from './process.ts';
-import { eventually } from './wait.ts';
+import { eventually, start, type TestEnv } from './index.ts';
+import { nodeDir } from './real-node.ts';
 
 const exec = promisify(execFile);
 
-/**
- * A containerd of its own for one test file. containerd 1.6 puts every shim's
- * socket in /run/containerd/s (a fixed path, named by a hash of this
- * containerd's socket, the namespace and the container); everything else is
- * under `dir`, whose state.json records who started it, so that a later run
- * cleans up after a test process that was killed before its `after` hook.
- */
-class PrivateContainerd {
-  static readonly dirPrefix = 'regulon-ctd-';
-  readonly dir: string;
-  readonly socket: string;
-  private readonly state: { owner: number; containerd: number };
-  /** Container ids, and so runc's cgroup names, start with this. */
-  private readonly prefix: string;
-  private next = 0;
-  private stopped = false;
-
-  private constructor(dir: string, state: { owner: number; containerd: number }) {
-    this.dir = dir;
-    this.state = state;
-    this.socket = join(dir, 'containerd.sock');
-    this.prefix = `regulon-images-test-${state.owner}-`;
-  }
-
-  static async start(): Promise<PrivateContainerd> {
-    const dir = mkdtempSync(join(tmpdir(), PrivateContainerd.dirPrefix));
-    writeFileSync(join(dir, 'config.toml'), config(dir));
-    // What the kubelet would mount: without it `localhost` does not resolve,
-    // and mariadb-install-db refuses to run.
-    writeFileSync(join(dir, 'hosts'), '127.0.0.1\tlocalhost\n::1\tlocalhost\n');
-    const log = openSync(join(dir, 'containerd.log'), 'a');
-    const child = spawn('containerd', ['--config', join(dir, 'config.toml')], {
-      detached: true,
-      stdio: ['ignore', log, log],
-    });
-    closeSync(log);
-    child.unref();
-    if (child.pid === undefined) throw new Error('could not start containerd');
-    const state = { owner: process.pid, containerd: child.pid };
-    writeFileSync(join(dir, 'state.json'), JSON.stringify(state));
-    const ctd = new PrivateContainerd(dir, state);
-    try {
-      await eventually('containerd to serve', async () => (await ctd.ctr('version'), true), 30_000, 100);
-    } catch (err) {
-      await ctd.stop();
-      throw err;
-    }
-    return ctd;
-  }
-
-  /** Stops the private containerds of test processes that died without stopping them. */
-  static async sweep(): Promise<void> {
-    for (const name of readdirSync(tmpdir()).filter((n) => n.startsWith(PrivateContainerd.dirPrefix))) {
-      const dir = join(tmpdir(), name);
-      let state: { owner: number; containerd: number };
-      try {
-        state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as typeof state;
-      } catch {
-        continue; // not started by this test, or still being set up
-      }
-      if (!isAlive(state.owner)) await new PrivateContainerd(dir, state).stop();
-    }
-  }
-
-  async ctr(...args: string[]): Promise<string> {
-    const { stdout } = await exec('ctr', ['--address', this.socket, '-n', 'k8s.io', ...args], {
-      maxBuffer: 16 << 20,
-    });
-    return stdout;
-  }
-
-  /** `ctr run --rm` a command in `ref`; resolves with its stdout, rejects if it exits non-zero. */
-  run(ref: string, command: string[], extra: string[] = []): Promise<string> {
-    const id = `${this.prefix}${this.next++}`;
-    return this.ctr(
-      'run',
-      '--rm',
-      '--fifo-dir',
-      join(this.dir, 'fifo'),
-      '--runc-root',
-      join(this.dir, 'runc'),
-      // runc's own cgroup per container (named by its id), removed with it.
-      '--cgroup',
-      '',
-      '--mount',
-      `type=bind,src=${join(this.dir, 'hosts')},dst=/etc/hosts,options=rbind:ro`,
-      ...extra,
-      ref,
-      id,
-      ...command,
-    );
-  }
-
-  /** What is left of this containerd on the machine: processes, mounts, cgroups, files. */
-  leftovers(): string[] {
-    const found: string[] = [];
-    if (isAlive(this.state.containerd)) found.push(`containerd ${this.state.containerd}`);
-    for (const pid of this.shims()) found.push(`shim ${pid}`);
-    for (const m of this.mounts()) found.push(`mount ${m}`);
-    for (const c of this.cgroups()) found.push(`cgroup ${c}`);
-    if (existsSync(this.dir)) found.push(`dir ${this.dir}`);
-    return found;
-  }
-
-  /**
-   * Removes every container, stops containerd and its shims, unmounts and
-   * deletes `dir`. The containerd does it when it is still there; what a dead
-   * one left behind (its containers' processes, shims, mounts, cgroups) is
-   * found and removed directly.
-   */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    if (isAlive(this.state.containerd)) {
-      const ids = (await this.ctr('containers', 'ls', '-q').catch(() => '')).split('\n').filter(Boolean);
-      for (const id of ids) {
-        await this.ctr('task', 'rm', '-f', id).catch(() => {});
-        await this.ctr('containers', 'rm', id).catch(() => {});
-      }
-      await kill(this.state.containerd);
-    }
-    for (const c of this.cgroups()) await Promise.all(cgroupProcs(c).map((pid) => kill(pid, 'SIGKILL')));
-    for (const pid of this.shims()) await kill(pid);
-    for (const m of this.mounts().reverse()) {
-      await exec('umount', [m]).catch(() => exec('umount', ['-l', m]));
-    }
-    for (const c of this.cgroups()) rmdirSync(c);
-    const still = this.mounts();
-    if (still.length) throw new Error(`still mounted, ${this.dir} left in place: ${still.join(', ')}`);
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-
-  /** Shims serving this containerd: its socket path, unique to this run, is in their command line. */
-  private shims(): number[] {
-    return readdirSync('/proc')
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
-          return argv[0]?.endsWith('containerd-shim-runc-v2') && argv.includes(this.socket);
-        } catch {
-          return false; // exited meanwhile
-        }
-      })
-      .map(Number);
-  }
-
-  private mounts(): string[] {
-    return readFileSync('/proc/self/mountinfo', 'utf8')
-      .split('\n')
-      .map((l) => l.split(' ')[4] ?? '')
-      .filter((m) => m.startsWith(this.dir + '/'))
-      .sort((a, b) => a.length - b.length);
-  }
-
-  /** runc names each container's cgroup after its id, in every hierarchy (at most a few levels down). */
-  private cgroups(): string[] {
-    const found: string[] = [];
-    const walk = (dir: string, depth: number) => {
-      let entries: string[];
-      try {
-        entries = readdirSync(dir, { withFileTypes: true })
-          .filter((e) => e.isDirectory())
-          .map((e) => e.name);
-      } catch {
-        return;
-      }
-      for (const e of entries) {
-        if (e.startsWith(this.prefix)) found.push(join(dir, e));
-        else if (depth > 0) walk(join(dir, e), depth - 1);
-      }
-    };
-    walk('/sys/fs/cgroup', 3);
-    return found;
-  }
-}
-
-function config(dir: string): string {
-  return `version = 2
-root = "${dir}/root"
-state = "${dir}/state"
-[grpc]
-  address = "${dir}/containerd.sock"
-[ttrpc]
-  address = "${dir}/containerd.sock.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "${dir}/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  # The machine lacks CAP_SYS_RESOURCE: containerd must not lower oom_score_adj.
-  restrict_oom_score_adj = true
-  sandbox_image = "regulon.local/pause:0.1"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "${dir}/cni/bin"
-    conf_dir = "${dir}/cni/net.d"
-`;
-}
-
-function cgroupProcs(dir: string): number[] {
-  try {
-    return readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
-async function kill(pid: number, first: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-  const signal = (sig: NodeJS.Signals) => {
-    try {
-      process.kill(pid, sig);
-    } catch {
-      // already gone
-    }
-  };
-  signal(first);
-  try {
-    await eventually(`pid ${pid} to exit`, () => !isAlive(pid), 10_000);
-  } catch {
-    signal('SIGKILL');
-    await eventually(`pid ${pid} to exit after SIGKILL`, () => !isAlive(pid), 5_000);
-  }
-}
-
-/** The uid:gid each image runs as: the ones the operators' Pods ask for. */
 const EXPECTED_USER: Record<string, string> = {
   postgres: '999:999',
   mariadb: '999:999',
@@ -258,27 +21,58 @@ const EXPECTED_USER: Record<string, string> = {
   client: '65534:65534',
 };
 
-describe('images in containerd', () => {
-  let ctd: PrivateContainerd | undefined;
+describe('images on the real node', () => {
+  let env: TestEnv;
+  let ns: string;
   let images: Map<string, ImageArchive>;
+  let pods = 0;
   const ref = (name: string) => images.get(name)?.ref ?? assert.fail(`no image ${name}`);
-  const sh = (name: string, script: string) => ctd!.run(ref(name), ['sh', '-c', script]);
+  const kubectl = async (args: string[], input?: string) => {
+    const run = exec(env.controlPlane.state.kubectl, ['--kubeconfig', env.kubeconfigPath, '-n', ns, ...args]);
+    if (input !== undefined) run.child.stdin?.end(input);
+    return (await run).stdout;
+  };
+  /** Runs `script` in a Pod of `name`'s image, as the image's own user; returns its output. */
+  const sh = async (name: string, script: string, shell = 'sh') => {
+    const pod = `${name}-${++pods}`;
+    await kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: pod },
+        spec: {
+          restartPolicy: 'Never',
+          containers: [{ name, image: ref(name), command: [shell, '-c', script] }],
+        },
+      }),
+    );
+    const phase = await eventually(
+      `${pod} finished`,
+      async () => {
+        const p = (await kubectl(['get', 'pod', pod, '-o', 'jsonpath={.status.phase}'])).trim();
+        return (p === 'Succeeded' || p === 'Failed') && p;
+      },
+      120_000,
+      250,
+    );
+    const logs = await kubectl(['logs', pod]);
+    assert.equal(phase, 'Succeeded', logs);
+    return logs;
+  };
 
   before(async () => {
-    if (process.getuid?.() !== 0) {
-      throw new Error('this test runs a containerd, which needs root (overlay mounts, cgroups)');
-    }
-    await ensureDebianPackages(['containerd', 'runc'], 'the image test (a private containerd)');
-    await PrivateContainerd.sweep();
-    const log = (line: string) => process.stderr.write(`[images] ${line}\n`);
-    images = new Map((await ensureImages(IMAGE_NAMES, { log })).map((i) => [i.name, i]));
-    ctd = await PrivateContainerd.start();
+    images = new Map((await ensureImages(IMAGE_NAMES)).map((i) => [i.name, i]));
+    env = await start({ realNodes: 1 });
+    ns = await env.newNamespace('images', { realNode: true });
   });
-  after(async () => ctd?.stop());
+  after(async () => env.stop());
 
-  test('every archive imports under its regulon.local name', async () => {
-    for (const image of images.values()) await ctd!.ctr('images', 'import', image.archive);
-    const listed = (await ctd!.ctr('images', 'ls', '-q')).split('\n');
+  test('every image is loaded into the node under its regulon.local name', async () => {
+    const socket = join(nodeDir(env.controlPlane.state.dir), 'containerd', 'containerd.sock');
+    const listed = (
+      await exec('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'ls', '-q'])
+    ).stdout.split('\n');
     for (const name of IMAGE_NAMES) {
       assert.match(ref(name), new RegExp(`^regulon\\.local/${name}:[0-9.]+$`));
       assert.ok(listed.includes(ref(name)), `${ref(name)} not in ${listed.join(' ')}`);
@@ -343,9 +137,8 @@ describe('images in containerd', () => {
   });
 
   test('memcached 1.6 answers `version`, and has SASL', async () => {
-    const out = await ctd!.run(ref('memcached'), [
-      'bash',
-      '-c',
+    const out = await sh(
+      'memcached',
       [
         'set -e',
         'memcached -h | grep -- --enable-sasl',
@@ -356,7 +149,8 @@ describe('images in containerd', () => {
         'read -r line <&3',
         'echo "$line"',
       ].join('\n'),
-    ]);
+      'bash',
+    );
     assert.match(out, /--enable-sasl/);
     assert.match(out, /^VERSION 1\.6\.\d+/m);
   });
@@ -373,42 +167,5 @@ describe('images in containerd', () => {
     assert.match(out, /DiG 9\./);
     assert.match(out, /^curl /m);
     assert.match(out, /localhost/);
-  });
-
-  test('pause waits for a signal, and stops on SIGTERM', async () => {
-    const id = 'regulon-images-test-pause';
-    await ctd!.ctr(
-      'run',
-      '-d',
-      '--fifo-dir',
-      join(ctd!.dir, 'fifo'),
-      '--runc-root',
-      join(ctd!.dir, 'runc'),
-      '--cgroup',
-      '',
-      ref('pause'),
-      id,
-    );
-    const task = async () => {
-      const row = (await ctd!.ctr('task', 'ls')).split('\n').find((l) => l.startsWith(id + ' '));
-      const [, pid, status] = row?.trim().split(/\s+/) ?? [];
-      return { pid: Number(pid), status };
-    };
-    // catatonit -P blocks reading its signalfd: it never exits by itself.
-    const waiting = async () => {
-      const { pid, status } = await task();
-      return status === 'RUNNING' && readFileSync(`/proc/${pid}/wchan`, 'utf8') === 'signalfd_read_iter';
-    };
-    await eventually('pause to block waiting for a signal', waiting);
-    await ctd!.ctr('task', 'kill', '-s', 'SIGTERM', id);
-    await eventually('pause to stop on SIGTERM', async () => (await task()).status === 'STOPPED');
-    await ctd!.ctr('task', 'rm', id);
-    await ctd!.ctr('containers', 'rm', id);
-  });
-
-  test('stopping the private containerd leaves no process, mount, cgroup or directory behind', async () => {
-    const c = ctd!;
-    await c.stop();
-    assert.deepEqual(c.leftovers(), []);
   });
 });
