@@ -10,7 +10,8 @@ import {
   Phase,
 } from '@regulon/crd';
 import { MAX_NAME_LENGTH } from './names.ts';
-import { ENGINE_VERSIONS, EVICTION_POLICIES } from './versions.ts';
+import { celVersionAtLeast, VERSION_PATTERN } from '@regulon/image-catalog';
+import { EVICTION_POLICIES } from './versions.ts';
 
 export const GROUP = 'regulon.dev';
 
@@ -18,14 +19,12 @@ export const GROUP = 'regulon.dev';
 export const MIN_MEMORY = '32Mi';
 export const MAX_MEMORY = '64Gi';
 
-const celList = (xs: readonly string[]) => `[${xs.map((x) => `'${x}'`).join(', ')}]`;
-const REDIS = celList(ENGINE_VERSIONS.redis);
-const MEMCACHED = celList(ENGINE_VERSIONS.memcached);
 /**
- * Each redis version's rank in upgrade order, as a CEL map: lookups are cheap where list scans blow the
- * cost budget. Only redis persists anything, so only its order matters.
+ * CEL: `v` is a well-formed version. Which versions exist is the image
+ * catalog's to say (@regulon/image-catalog), and it can change while Caches
+ * exist, so the schema checks the form and the reconciler the rest.
  */
-const REDIS_RANK = `{${ENGINE_VERSIONS.redis.map((v, i) => `'${v}': ${i}`).join(', ')}}`;
+const wellFormed = (v: string) => `${v}.matches('${VERSION_PATTERN.source}')`;
 const PERSISTENT = (o: string) => `(has(${o}.persistence) && ${o}.persistence.enabled)`;
 // Quantities reach CEL as int or string: string() first, and isQuantity() so a
 // malformed value gets the schema's pattern error rather than a CEL runtime error.
@@ -44,7 +43,7 @@ export const CacheSpec = WithRules(
     }),
     version: Type.String({
       maxLength: 16,
-      description: 'Engine version (an official image tag); see the allow-list per engine.',
+      description: "Engine version, such as 7.4.11: one the manager's image catalog lists.",
     }),
     replicas: Type.Integer({
       minimum: 1,
@@ -138,8 +137,8 @@ export const CacheSpec = WithRules(
     fieldPath: '.engine',
   },
   {
-    rule: `self.engine == 'redis' ? self.version in ${REDIS} : self.version in ${MEMCACHED}`,
-    messageExpression: `'version ' + self.version + ' is not supported for ' + self.engine + '; supported: ' + (self.engine == 'redis' ? '${ENGINE_VERSIONS.redis.join(', ')}' : '${ENGINE_VERSIONS.memcached.join(', ')}')`,
+    rule: wellFormed('self.version'),
+    message: "version must be a dotted number such as 7.4.11 (one the manager's image catalog lists)",
     fieldPath: '.version',
     reason: 'FieldValueInvalid',
   },
@@ -165,7 +164,7 @@ export const CacheSpec = WithRules(
   },
   {
     // Data files written by a newer redis can't be loaded by an older one; without persistence nothing is kept.
-    rule: `self.engine != oldSelf.engine || !${PERSISTENT('self')} || !(oldSelf.version in ${REDIS_RANK}) || !(self.version in ${REDIS_RANK}) || ${REDIS_RANK}[self.version] >= ${REDIS_RANK}[oldSelf.version]`,
+    rule: `self.engine != oldSelf.engine || !${PERSISTENT('self')} || !${wellFormed('self.version')} || !${wellFormed('oldSelf.version')} || ${celVersionAtLeast('self.version', 'oldSelf.version')}`,
     messageExpression: `'version cannot be downgraded from ' + oldSelf.version + ' to ' + self.version + ' while persistence is enabled: an older redis cannot read the newer data files'`,
     fieldPath: '.version',
   },

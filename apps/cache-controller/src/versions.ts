@@ -1,3 +1,5 @@
+import { ImageCatalog } from '@regulon/image-catalog';
+
 /**
  * The versions this operator can run, oldest first per engine: the order is
  * what "no downgrade of persisted data" compares, so keep it sorted. Each is
@@ -9,6 +11,12 @@ export const ENGINE_VERSIONS = {
 } as const;
 
 export type Engine = keyof typeof ENGINE_VERSIONS;
+
+/** The catalog when the manager is given none: every version above, as its official image. */
+export const OFFICIAL_IMAGES = ImageCatalog.official({
+  redis: { repository: 'redis', versions: ENGINE_VERSIONS.redis },
+  memcached: { repository: 'memcached', versions: ENGINE_VERSIONS.memcached },
+});
 
 export const ENGINE_DEFAULTS = {
   // UIDs are the ones the official images create for their server (redis 999, memcache 11211):

@@ -21,19 +21,17 @@ import {
   reservedCel,
   reservedText,
 } from './parameters.ts';
-import { ENGINE_VERSIONS, type Engine } from './versions.ts';
+import { celVersionAtLeast, VERSION_PATTERN } from '@regulon/image-catalog';
+import type { Engine } from './versions.ts';
 
 export const GROUP = 'regulon.dev';
 
-const celList = (xs: readonly string[]) => `[${xs.map((x) => `'${x}'`).join(', ')}]`;
-const PG = celList(ENGINE_VERSIONS.postgres);
-const MY = celList(ENGINE_VERSIONS.mysql);
-/** Each version's rank in upgrade order, as a CEL map: lookups are cheap where list scans blow the cost budget. */
-const RANK = `{${Object.values(ENGINE_VERSIONS)
-  .flatMap((vs) => vs.map((v, i) => `'${v}': ${i}`))
-  .join(', ')}}`;
-/** CEL: `v` is on the allow-list of the Database's engine. */
-const supported = (v: string) => `(self.engine == 'postgres' ? ${v} in ${PG} : ${v} in ${MY})`;
+/**
+ * CEL: `v` is a well-formed version. Which versions exist is the image
+ * catalog's to say (@regulon/image-catalog), and it can change while
+ * Databases exist, so the schema checks the form and the reconciler the rest.
+ */
+const wellFormed = (v: string) => `${v}.matches('${VERSION_PATTERN.source}')`;
 /** A CEL string literal (CEL's double-quoted escapes are JSON's). */
 const celStr = (s: string) => JSON.stringify(s);
 /** CEL: `pg` for a postgres Database, `my` for mysql; each branch keeps its regex a constant. */
@@ -56,7 +54,10 @@ export const DatabaseSpec = WithRules(
       description: 'Database engine; fixed at creation.',
       maxLength: 16,
     }),
-    version: Type.String({ maxLength: 16, description: 'Engine version; see the allow-list per engine.' }),
+    version: Type.String({
+      maxLength: 16,
+      description: "Engine version, such as 16.8: one the manager's image catalog lists.",
+    }),
     allowMajorVersionUpgrade: Type.Optional(
       Type.Boolean({
         default: false,
@@ -138,8 +139,8 @@ export const DatabaseSpec = WithRules(
     fieldPath: '.engine',
   },
   {
-    rule: supported('self.version'),
-    messageExpression: `'version ' + self.version + ' is not supported for ' + self.engine + '; supported: ' + (self.engine == 'postgres' ? '${ENGINE_VERSIONS.postgres.join(', ')}' : '${ENGINE_VERSIONS.mysql.join(', ')}')`,
+    rule: wellFormed('self.version'),
+    message: "version must be a dotted number such as 16.8 (one the manager's image catalog lists)",
     fieldPath: '.version',
     reason: 'FieldValueInvalid',
   },
@@ -158,15 +159,15 @@ export const DatabaseSpec = WithRules(
     reason: 'FieldValueForbidden',
   },
   {
-    // Silent when another rule already names the cause: an engine change, or a version not on the list.
-    rule: `self.engine != oldSelf.engine || !${supported('self.version')} || !(oldSelf.version in ${RANK}) || ${RANK}[self.version] >= ${RANK}[oldSelf.version]`,
+    // Silent when another rule already names the cause: an engine change, or a malformed version.
+    rule: `self.engine != oldSelf.engine || !${wellFormed('self.version')} || !${wellFormed('oldSelf.version')} || ${celVersionAtLeast('self.version', 'oldSelf.version')}`,
     messageExpression: `'version cannot be downgraded from ' + oldSelf.version + ' to ' + self.version`,
     fieldPath: '.version',
   },
   {
     // Silent when another rule already names the cause: an engine change, a
-    // version not on the list, or a downgrade (17.2 to 16.8 is no upgrade).
-    rule: `self.engine != oldSelf.engine || !${supported('self.version')} || (oldSelf.version in ${RANK} && ${RANK}[self.version] < ${RANK}[oldSelf.version]) || self.version.split('.')[0] == oldSelf.version.split('.')[0] || (has(self.allowMajorVersionUpgrade) && self.allowMajorVersionUpgrade)`,
+    // malformed version, or a downgrade (17.2 to 16.8 is no upgrade).
+    rule: `self.engine != oldSelf.engine || !${wellFormed('self.version')} || !${wellFormed('oldSelf.version')} || !${celVersionAtLeast('self.version', 'oldSelf.version')} || self.version.split('.')[0] == oldSelf.version.split('.')[0] || (has(self.allowMajorVersionUpgrade) && self.allowMajorVersionUpgrade)`,
     messageExpression: `'upgrading from ' + oldSelf.version + ' to ' + self.version + ' is a major version upgrade: set spec.allowMajorVersionUpgrade: true to confirm it'`,
     fieldPath: '.version',
   },

@@ -1,7 +1,9 @@
+import { ImageCatalog } from '@regulon/image-catalog';
+
 /**
  * The versions this operator can run, oldest first per engine: the order is
  * what "no downgrades" compares, so keep it sorted. Each maps to the official
- * image tag.
+ * image tag, unless the manager is given an image catalog.
  */
 export const ENGINE_VERSIONS = {
   postgres: ['15.10', '15.12', '16.6', '16.8', '17.2', '17.4'],
@@ -9,6 +11,12 @@ export const ENGINE_VERSIONS = {
 } as const;
 
 export type Engine = keyof typeof ENGINE_VERSIONS;
+
+/** The catalog when the manager is given none: every version above, as its official image. */
+export const OFFICIAL_IMAGES = ImageCatalog.official({
+  postgres: { repository: 'postgres', versions: ENGINE_VERSIONS.postgres },
+  mysql: { repository: 'mysql', versions: ENGINE_VERSIONS.mysql },
+});
 
 export function majorOf(version: string): string {
   return version.split('.')[0] ?? version;

@@ -1,6 +1,7 @@
 import { CACHE_RBAC, setupCacheController } from '@regulon/cache-controller';
 import { DATABASE_RBAC, setupDatabaseController } from '@regulon/database-controller';
 import { MYAPP_RBAC, setupMyAppController } from '@regulon/myapp-controller';
+import type { ImageCatalog } from '@regulon/image-catalog';
 import type { Manager } from '@regulon/runtime';
 
 /**
@@ -15,11 +16,17 @@ export interface PolicyRule {
   verbs: string[];
 }
 
+export interface ControllerSetupOptions {
+  maxConcurrentReconciles: number;
+  /** The images of engine versions; undefined: each controller's official images. */
+  imageCatalog?: ImageCatalog | undefined;
+}
+
 /** Every controller the manager can run, by the name its feature flags use. */
 export interface ControllerRegistration {
   name: string;
   description: string;
-  setup(mgr: Manager, options: { maxConcurrentReconciles: number }): void;
+  setup(mgr: Manager, options: ControllerSetupOptions): void;
   /**
    * What the controller does to the API, cluster-wide: the manager's
    * ClusterRole is generated from these (deploy/rbac, `npm run generate`).

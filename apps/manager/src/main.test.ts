@@ -50,6 +50,23 @@ test('bad configuration exits 2 with a clear message before anything starts', ()
   }
 });
 
+test('a missing or malformed image catalog: one line naming the file and the flag, exit 2', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'regulon-catalog-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const bad = join(dir, 'catalog.yaml');
+  writeFileSync(bad, 'postgres:\n  - { version: "16.8", image: "shöp :1" }\n');
+  const cases: Array<[string, RegExp]> = [
+    [join(dir, 'missing.yaml'), /^image catalog .*missing\.yaml: ENOENT.* \(--image-catalog\)\n$/],
+    [bad, /^.*catalog\.yaml: postgres 16\.8: "shöp :1" is not an image reference \(--image-catalog\)\n$/],
+  ];
+  for (const [file, message] of cases) {
+    const r = runMain(`--image-catalog=${file}`);
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, message);
+    assert.equal(r.stdout, '', 'nothing started');
+  }
+});
+
 test('a busy metrics or health port: one line naming the address and the flag, exit 2', async (t) => {
   // The servers listen before anything talks to the API server, so a kubeconfig that points nowhere will do.
   const dir = mkdtempSync(join(tmpdir(), 'regulon-manager-'));

@@ -112,6 +112,13 @@ export const OPTIONS = defineOptions({
     default: '30s',
     description: 'How long in-flight reconciles may run after SIGTERM',
   },
+  imageCatalog: {
+    flag: 'image-catalog',
+    env: 'REGULON_IMAGE_CATALOG',
+    type: 'string',
+    description:
+      "Image catalog file: which image runs which engine version (default: each engine's official images; see @regulon/image-catalog)",
+  },
   logLevel: {
     flag: 'log-level',
     env: 'LOG_LEVEL',

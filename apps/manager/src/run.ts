@@ -1,3 +1,4 @@
+import { ImageCatalog } from '@regulon/image-catalog';
 import { KubeClient } from '@regulon/client';
 import {
   LeadershipLostError,
@@ -39,6 +40,14 @@ export async function run(
     argv,
     env,
   });
+  let imageCatalog: ImageCatalog | undefined;
+  try {
+    imageCatalog = config.imageCatalog ? ImageCatalog.load(config.imageCatalog) : undefined;
+  } catch (err) {
+    // A bad catalog is a configuration problem like a bad flag: one line saying what, exit 2.
+    stderr.write(`${(err as Error).message} (--${OPTIONS.imageCatalog.flag})\n`);
+    return 2;
+  }
   const logger = createLogger({ level: config.logLevel, name: 'regulon-manager' });
   const stopTracing = await setupTracing('regulon-manager', env);
   const registry = new Registry();
@@ -69,10 +78,18 @@ export async function run(
   });
   const on: string[] = [];
   for (const { controller, concurrency } of enabledControllers(config, CONTROLLERS)) {
-    controller.setup(mgr, { maxConcurrentReconciles: concurrency });
+    controller.setup(mgr, { maxConcurrentReconciles: concurrency, imageCatalog });
     on.push(controller.name);
   }
-  logger.info({ controllers: on, leaderElection: leaderElect, server: client.server }, 'starting');
+  logger.info(
+    {
+      controllers: on,
+      leaderElection: leaderElect,
+      server: client.server,
+      imageCatalog: imageCatalog?.source ?? 'the official images',
+    },
+    'starting',
+  );
   const unguard = logUnhandledRejections(logger);
   const unsignal = stopOnSignals(mgr);
   try {

@@ -18,7 +18,7 @@ export const M = {
   atMost: (n: number) => new RegExp(`should be less than or equal to ${n}`),
   secret: /must be the name of a Secret: a lowercase RFC 1123 subdomain/,
   storageClass: /must be the name of a StorageClass: a lowercase RFC 1123 subdomain/,
-  version: /^Invalid value: version .* is not supported for redis; supported: /,
+  version: /^Invalid value: version must be a dotted number such as 7\.4\.11/,
   serviceName:
     /cannot be used: a Cache names its .* after itself, and a Service name must be a DNS-1035 label/,
   nameTooLong: new RegExp(`is too long: a Cache name is at most ${MAX_NAME_LENGTH} characters`),
@@ -86,7 +86,9 @@ export const CACHE_CASES: AdmissionCase[] = [
 
   // The engine, its version and its options.
   ...rejected('spec.engine', 'unknown engine', ['valkey', 'Redis'], M.unsupported),
-  ...rejected('spec.version', 'unknown version', ['9.9.9', '7', 'latest'], M.version),
+  ...rejected('spec.version', 'not a version', ['latest', '7.0-alpine', ''], M.version),
+  // Which versions exist is the image catalog's to say, at reconcile time (VersionNotInCatalog).
+  ...accepted('spec.version', 'well-formed, whatever the catalog has', ['9.9.9', '7']),
   ...rejected('spec.evictionPolicy', 'unknown policy', ['random'], M.unsupported),
   ...rejected(
     'spec.evictionPolicy',

@@ -35,7 +35,7 @@ export const M = {
     /cannot be used: a Database names its .* after itself, and a Service name must be a DNS-1035 label/,
   nameTooLong: new RegExp(`is too long: a Database name is at most ${MAX_NAME_LENGTH} characters`),
   objectName: /a lowercase RFC 1123 subdomain must consist of/,
-  version: /^Invalid value: version .* is not supported for postgres; supported: /,
+  version: /^Invalid value: version must be a dotted number such as 16\.8/,
 };
 
 const rejected = (field: string, form: string, values: unknown[], message: RegExp): AdmissionCase[] =>
@@ -184,7 +184,9 @@ export const DATABASE_CASES: AdmissionCase[] = [
   // The engine and its version.
   ...rejected('spec.engine', 'unknown engine', ['oracle', 'Postgres', ''], M.unsupported),
   ...rejected('spec.engine', 'wrong type', [5], M.type('string')),
-  ...rejected('spec.version', 'unknown version', ['99.1', 'latest', '', '8.4.4'], M.version),
+  ...rejected('spec.version', 'not a version', ['latest', '', '16.8-rc1', '16.8.1.2', 'v16'], M.version),
+  // Which versions exist is the image catalog's to say, at reconcile time (VersionNotInCatalog).
+  ...accepted('spec.version', 'well-formed, whatever the catalog has', ['99.1', '8.4.4', '16']),
   ...rejected('spec.version', 'wrong type', [16.8], M.type('string')),
   ...rejected('spec.version', 'too long', ['16.8'.padEnd(17, '0')], M.tooLong(16)),
 

@@ -25,7 +25,7 @@ export const M = {
   cronField: /backup\.schedule: the minute field "99" is not valid/,
   requestOverLimit: /requests\.cpu \(2\) must not be greater than limits\.cpu \(1\)/,
   cacheMemory: /memory must be between 32Mi and 64Gi/,
-  version: /version 99 is not supported for postgres/,
+  version: /version must be a dotted number such as 16\.8/,
   serviceName:
     /cannot be used: a MyApp names its .* after itself, and a Service name must be a DNS-1035 label/,
   nameTooLong: new RegExp(`is too long: a MyApp name is at most ${MAX_NAME_LENGTH} characters`),
@@ -111,7 +111,7 @@ export const MYAPP_CASES: AdmissionCase[] = [
   ...rejected('spec.database.resources.requests.cpu', 'request above limit', ['2'], M.requestOverLimit, {
     'spec.database.resources.limits.cpu': '1',
   }),
-  ...rejected('spec.database.version', 'unknown version', ['99'], M.version),
+  ...rejected('spec.database.version', 'not a version', ['latest', '16.8-alpine'], M.version),
   ...rejected('spec.cache.memory', 'zero', ['0'], M.cacheMemory),
   ...rejected('spec.cache.persistence.size', 'negative', ['-1Gi'], M.positive, {
     'spec.cache.persistence.enabled': true,

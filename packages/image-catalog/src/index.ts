@@ -1,0 +1,9 @@
+export {
+  ImageCatalog,
+  ImageCatalogError,
+  compareVersions,
+  celVersionAtLeast,
+  VERSION_PATTERN,
+  type CatalogEntry,
+  type CatalogEntries,
+} from './catalog.ts';
