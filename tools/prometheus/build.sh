@@ -12,7 +12,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 source "$here/versions.env"
 
-key="prometheus-${PROMETHEUS_VERSION}_$(go env GOOS)-$(go env GOARCH)"
+# remove_all_sd keeps only static, file and HTTP service discovery: the cloud
+# SDKs would double the build time. enable_kubernetes_sd adds Kubernetes' back:
+# the in-cluster tests scrape the manager's Pods the way a ServiceMonitor would
+# select them. The tags are part of the cache key: other tags, other binary.
+tags="remove_all_sd enable_kubernetes_sd"
+key="prometheus-${PROMETHEUS_VERSION}_${tags// /+}_$(go env GOOS)-$(go env GOARCH)"
 cache_root="${REGULON_CACHE_DIR:-$HOME/.cache/regulon}/prometheus"
 bin="$cache_root/$key/bin"
 
@@ -23,13 +28,11 @@ source "$here/../lib/cached-build.sh"
 begin_cached_build "$@"
 export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 
-# remove_all_sd keeps only static, file and HTTP service discovery: the tests
-# scrape fixed targets, and the cloud SDKs would double the build time.
 # Without the builtinassets tag the web UI is left out; the HTTP API is whole.
 ver="github.com/prometheus/common/version"
 ldflags="-s -w -X $ver.Version=${PROMETHEUS_VERSION#v} -X $ver.Branch=HEAD -X $ver.Revision=$PROMETHEUS_MODULE_VERSION"
 echo "[prometheus] building prometheus and promtool $PROMETHEUS_VERSION" >&2
-(cd "$here" && go build -trimpath -tags remove_all_sd -ldflags "$ldflags" -o "$staging/" \
+(cd "$here" && go build -trimpath -tags "${tags// /,}" -ldflags "$ldflags" -o "$staging/" \
   github.com/prometheus/prometheus/cmd/prometheus \
   github.com/prometheus/prometheus/cmd/promtool) >&2
 

@@ -193,7 +193,12 @@ export async function start(options: TestEnvOptions = {}): Promise<TestEnv> {
   return new TestEnv(cp, true, options.dir ? undefined : dir);
 }
 
-function realNodeNamespaceAnnotations(): Record<string, string> {
+/**
+ * The annotations that pin a namespace's Pods to the real node (see
+ * `newNamespace({ realNode: true })`), for a namespace created some other
+ * way, e.g. by `kubectl apply` of a manifest.
+ */
+export function realNodeNamespaceAnnotations(): Record<string, string> {
   return {
     'scheduler.alpha.kubernetes.io/node-selector': `${REAL_NODE_LABEL}=true`,
     'scheduler.alpha.kubernetes.io/defaultTolerations': JSON.stringify([

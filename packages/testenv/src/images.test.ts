@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { ensureImages, IMAGE_NAMES } from './images.ts';
+import { ensureImages, upstreamVersion, IMAGE_NAMES } from './images.ts';
 import { repoRoot } from './paths.ts';
 
 const run = promisify(execFile);
@@ -111,11 +111,18 @@ describe('ensureImages', () => {
     writeFileSync(archive, 'not really an image');
     writeFileSync(
       join(dirname(archive), 'image.json'),
-      JSON.stringify({ name: 'redis', ref: 'regulon.local/redis:x' }),
+      JSON.stringify({ name: 'redis', ref: 'regulon.local/redis:x', version: '5:7.0.15-1~deb12u10' }),
     );
     const lines: string[] = [];
     const [image] = await ensureImages(['redis'], { build: false, log: (l) => lines.push(l) });
-    assert.deepEqual(image, { name: 'redis', ref: 'regulon.local/redis:x', archive });
+    assert.deepEqual(image, { name: 'redis', ref: 'regulon.local/redis:x', archive, version: '7.0.15' });
     assert.deepEqual(lines, []);
+  });
+
+  test("an image's version is what the engine calls itself: no Debian epoch or revision", () => {
+    assert.equal(upstreamVersion('5:7.0.15-1~deb12u10'), '7.0.15');
+    assert.equal(upstreamVersion('15.20-0+deb12u1'), '15.20');
+    assert.equal(upstreamVersion('1:10.11.19-0+deb12u1'), '10.11.19');
+    assert.equal(upstreamVersion('1.6.18-1+deb12u1'), '1.6.18');
   });
 });

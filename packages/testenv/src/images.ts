@@ -22,6 +22,8 @@ export interface ImageArchive {
   ref: string;
   /** An OCI image layout in a tar, for `ctr -n k8s.io images import`. */
   archive: string;
+  /** The upstream version the image runs (Debian's version without epoch and revision), e.g. `7.0.15`. */
+  version: string;
 }
 
 export interface EnsureImagesOptions {
@@ -34,6 +36,8 @@ export interface EnsureImagesOptions {
 interface ImageManifest {
   name: string;
   ref: string;
+  /** The Debian version of the image's main package, e.g. `5:7.0.15-1~deb12u10`. */
+  version: string;
 }
 
 /**
@@ -72,7 +76,7 @@ export async function ensureImages(
     const archive = archives[i] ?? '';
     if (!built(archive)) throw new Error(`testenv: tools/images/build.sh did not produce ${archive}`);
     const manifest = JSON.parse(readFileSync(manifestOf(archive), 'utf8')) as ImageManifest;
-    return { name, ref: manifest.ref, archive };
+    return { name, ref: manifest.ref, archive, version: upstreamVersion(manifest.version) };
   });
 }
 
@@ -115,4 +119,24 @@ function buildScript(args: string[], log: (line: string) => void): Promise<strin
         reject(new Error(`tools/images/build.sh ${args.join(' ')} exited with ${code}:\n${tail.join('\n')}`));
     });
   });
+}
+
+/** `5:7.0.15-1~deb12u10` → `7.0.15`: what the engine itself calls its version. */
+export function upstreamVersion(debian: string): string {
+  return debian.replace(/^\d+:/, '').replace(/[-+~].*$/, '');
+}
+
+/** The engines the operators run, by the image that runs each. */
+const ENGINE_IMAGES = ['postgres', 'mariadb', 'redis', 'memcached'] as const;
+
+/**
+ * An image catalog (the format of @regulon/image-catalog and the manager's
+ * --image-catalog) naming the local images by the versions they really run:
+ * tests run the operators on the real node with it, and nothing is re-tagged.
+ */
+export async function localImageCatalog(
+  options: EnsureImagesOptions = {},
+): Promise<Record<string, Array<{ version: string; image: string }>>> {
+  const images = await ensureImages(ENGINE_IMAGES, options);
+  return Object.fromEntries(images.map((i) => [i.name, [{ version: i.version, image: i.ref }]]));
 }

@@ -1,4 +1,11 @@
-export { start, TestEnv, STATE_DIR_ENV, type TestEnvOptions, type CustomResourceDefinition } from './env.ts';
+export {
+  start,
+  TestEnv,
+  STATE_DIR_ENV,
+  realNodeNamespaceAnnotations,
+  type TestEnvOptions,
+  type CustomResourceDefinition,
+} from './env.ts';
 export {
   ControlPlane,
   DEFAULT_NODES,
@@ -15,6 +22,7 @@ export { eventually } from './wait.ts';
 export { freePorts } from './ports.ts';
 export {
   ensureImages,
+  localImageCatalog,
   IMAGE_NAMES,
   type ImageArchive,
   type ImageName,
@@ -22,4 +30,4 @@ export {
 } from './images.ts';
 export { ensureDebianPackages, missingDebianPackages, type DebianPackagesOptions } from './debian.ts';
 export { ensureNodeBinaries, type NodeBinaries } from './binaries.ts';
-export { REAL_NODE_LABEL, realNodeUnsupported, NODE_PACKAGES } from './real-node.ts';
+export { REAL_NODE_LABEL, realNodeUnsupported, NODE_PACKAGES, loadImagesIntoRealNode } from './real-node.ts';

@@ -111,11 +111,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNodeS
   await takeLock(dir);
   const layout: NodeLayout = {
     dir,
-    containerdRoot: join(
-      process.env['REGULON_CACHE_DIR'] ?? join(homedir(), '.cache', 'regulon'),
-      'node',
-      'containerd',
-    ),
+    containerdRoot: containerdRootDir(),
     nodeName: NODE_NAME,
     kubeconfigPath: options.kubeconfigPath,
     caCert: options.caCert,
@@ -307,11 +303,33 @@ function forgetPreviousRun(ctr: (...args: string[]) => string): void {
   }
 }
 
+/** containerd's root, kept between runs (content store and snapshots) so that images load once. */
+function containerdRootDir(): string {
+  return join(process.env['REGULON_CACHE_DIR'] ?? join(homedir(), '.cache', 'regulon'), 'node', 'containerd');
+}
+
+/**
+ * Imports more images into the running real node of the control plane in
+ * `controlPlaneDir`: archives built outside tools/images, such as the manager
+ * image. An archive already loaded under its ref is not imported again.
+ */
+export function loadImagesIntoRealNode(
+  controlPlaneDir: string,
+  images: Array<Pick<ImageArchive, 'ref' | 'archive'>>,
+  log: (line: string) => void = () => {},
+): void {
+  const dir = nodeDir(controlPlaneDir);
+  if (!realNodeState(controlPlaneDir)) throw new Error(`testenv: no real node runs for ${controlPlaneDir}`);
+  const socket = join(dir, 'containerd', 'containerd.sock');
+  const ctr = (...args: string[]) => sh('ctr', ['--address', socket, '-n', 'k8s.io', ...args]);
+  loadImages(ctr, images, { containerdRoot: containerdRootDir() }, log);
+}
+
 /** Imports each image whose archive (named by its content hash) is not the one already loaded. */
 function loadImages(
   ctr: (...args: string[]) => string,
-  images: ImageArchive[],
-  layout: NodeLayout,
+  images: Array<Pick<ImageArchive, 'ref' | 'archive'>>,
+  layout: Pick<NodeLayout, 'containerdRoot'>,
   log: (line: string) => void,
 ): void {
   const markerFile = join(layout.containerdRoot, 'regulon-imported.json');
