@@ -2,9 +2,13 @@
 //   1. formatting, generated-file drift, lint, typecheck, build (no cluster needed)
 //   2. the real parts the tests run against, built from the Go module proxy on
 //      a machine's first run and reused from the versioned cache after that:
-//      the control plane, and Prometheus with promtool (alerts, dashboard)
-//   3. every project's tests, against one real control plane for the whole run
-//   4. a one-line summary of the test counts, aggregated from JUnit reports
+//      the control plane, Prometheus with promtool (alerts, dashboard), the
+//      kstatus CLI (what Flux and kpt make of each kind's status),
+//      the real node's kubelet, kube-proxy and CoreDNS, the Debian-built
+//      images its Pods run, and the manager image from its Dockerfile
+//   3. the real node's crash test, which needs the machine's one real node to itself
+//   4. every project's tests, against one real control plane for the whole run
+//   5. a one-line summary of the test counts, aggregated from JUnit reports
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { run, steps } from './run.ts';
@@ -28,6 +32,35 @@ await steps([
     'prometheus (cached; a first build takes about 3 min)',
     'bash',
     [join(root, 'tools', 'prometheus', 'build.sh')],
+  ],
+  ['kstatus (cached; a first build takes about 40 s)', 'bash', [join(root, 'tools', 'kstatus', 'build.sh')]],
+  [
+    'real node: kubelet, kube-proxy, CoreDNS (cached; a first build takes about 3 min after the control plane)',
+    'bash',
+    [join(root, 'tools', 'control-plane', 'build-node.sh')],
+  ],
+  [
+    'real node: images from Debian packages (cached by recipe; a first build takes about 5 min)',
+    process.execPath,
+    [join(root, 'packages', 'testenv', 'src', 'cli.ts'), 'images'],
+  ],
+  [
+    'real node: the manager image from apps/manager/Dockerfile (buildah; cached by build context; a first build takes about 2 min)',
+    process.execPath,
+    [join(root, 'tools', 'manager-image', 'image.ts')],
+  ],
+  [
+    'real node: down after a crash leaves the machine as it was',
+    process.execPath,
+    [
+      '--test',
+      '--test-timeout=600000',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=junit',
+      `--test-reporter-destination=${join(results, 'real-node-crash.xml')}`,
+      join(root, 'packages', 'testenv', 'src', 'real-node.crash-test.ts'),
+    ],
   ],
 ]);
 

@@ -19,7 +19,7 @@ import {
   type ResourceType,
 } from '@regulon/client';
 import { Manager, createLogger, type Condition } from '@regulon/runtime';
-import { eventually, start, type TestEnv } from '@regulon/testenv';
+import { eventually, kstatus, start, type TestEnv } from '@regulon/testenv';
 import { Registry } from 'prom-client';
 import { Cache, type CacheObject } from './api.ts';
 import { setupCacheController } from './index.ts';
@@ -436,8 +436,15 @@ describe('Cache controller', () => {
 
   test('a missing referenced Secret: Degraded and a Warning Event, no crash, no hot loop; heals when it appears', async () => {
     await create('byo', { auth: { secretName: 'byo-auth' } });
-    const long = `a${'b'.repeat(52)}`;
-    await create(long, { engine: 'memcached', version: '1.6.45' });
+    // A name too long for its children is refused at admission now; a name already taken by a user's
+    // ConfigMap is something only reconcile finds.
+    await client.resource<V1ConfigMap>(Kinds.ConfigMap).create({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'taken-config', namespace: ns },
+      data: { 'memcached.args': '-m 64' },
+    });
+    await create('taken', { engine: 'memcached', version: '1.6.45' });
     const degraded = (name: string, reason: string) =>
       eventually(`${name} Degraded ${reason}`, async () => {
         const c = await get(name);
@@ -454,14 +461,14 @@ describe('Cache controller', () => {
       cond(byo, 'Degraded')!.message,
       /Secret byo-auth named in spec.auth.secretName does not exist/,
     );
-    await degraded(long, 'NameTooLong');
+    await degraded('taken', 'ChildConflict');
     assert.ok(await gone(Kinds.Deployment, 'byo'), 'no workload that could only fail to start');
     const events = await eventually('Warning events', async () => {
       const list = await client
         .resource<KubeObject & { reason?: string; type?: string; regarding?: { name?: string } }>(Kinds.Event)
         .list({ namespace: ns });
       const mine = list.items.filter(
-        (e) => e.type === 'Warning' && ['AuthSecretMissing', 'NameTooLong'].includes(e.reason ?? ''),
+        (e) => e.type === 'Warning' && ['AuthSecretMissing', 'ChildConflict'].includes(e.reason ?? ''),
       );
       return mine.length >= 2 ? mine : undefined;
     });
@@ -500,6 +507,43 @@ describe('Cache controller', () => {
       key: 'password',
     });
     assert.ok(await gone(Kinds.Secret, 'byo-credentials'), 'nothing generated when a Secret is referenced');
+  });
+
+  test('kstatus (what Flux and kpt read): Current when Ready, InProgress while scaling, Failed while stalled, Current once fixed', async () => {
+    // Persistent, so that each new replica waits for its volume: a rollout long enough to observe.
+    await create('kst', { version: '8.0.5', persistence: { enabled: true, size: '1Gi' } });
+    assert.equal((await kstatus(await ready('kst'))).status, 'Current');
+
+    const changed = await patch('kst', { replicas: 3 });
+    const seen: string[] = [];
+    await eventually('kst scaled and Ready', async () => {
+      const c = await get('kst');
+      const { status } = await kstatus(c);
+      if (c.status?.observedGeneration === changed.metadata.generation)
+        seen.push(`${status}/${cond(c, 'Ready')?.reason}`);
+      return status === 'Current' && c.status?.readyReplicas === 3;
+    });
+    assert.ok(
+      seen.some((x) => x.startsWith('InProgress/')),
+      `InProgress while the replicas start: ${seen.join(' ')}`,
+    );
+    assert.ok(!seen.some((x) => x.startsWith('Failed/')), `never Failed: ${seen.join(' ')}`);
+
+    await create('kst-byo', { engine: 'memcached', version: '1.6.45', auth: { secretName: 'kst-byo-auth' } });
+    const stalled = await eventually('kst-byo Failed', async () => {
+      const r = await kstatus(await get('kst-byo'));
+      return r.status === 'Failed' ? r : undefined;
+    });
+    assert.match(stalled.message, /Secret kst-byo-auth named in spec.auth.secretName does not exist/);
+    await client.resource<V1Secret>(Kinds.Secret).create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'kst-byo-auth', namespace: ns },
+      stringData: { password: 'supplied' },
+    });
+    assert.equal((await kstatus(await ready('kst-byo'))).status, 'Current');
+    await caches().delete('kst', { namespace: ns });
+    await caches().delete('kst-byo', { namespace: ns });
   });
 
   test('a deleted auth Secret is never replaced while Pods run with its password: Degraded, Event, healed by restoring it', async () => {

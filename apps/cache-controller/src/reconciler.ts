@@ -1,17 +1,20 @@
 import type { V1Deployment, V1StatefulSet } from '@kubernetes/client-node';
 import { Kinds, type KubeObject, type ResourceType } from '@regulon/client';
 import {
-  AlreadyOwnedError,
+  announceProblems,
   applyChild,
+  childProblem,
   deleteChildIfControlled,
   applyStatusIfChanged,
-  conditionMatches,
   createSecretOnce,
+  deploymentProblem,
+  problemResult,
   generatePassword,
   isControlledBy,
   type EventRecorder,
   type Manager,
   type Owner,
+  type Problem,
   type ReconcileContext,
   type Reconciler,
   type Request,
@@ -36,7 +39,7 @@ import {
   MAX_NAME_LENGTH,
   persistent,
 } from './names.ts';
-import { computeStatus, type Observed, type Problem } from './status.ts';
+import { computeStatus, type Observed } from './status.ts';
 
 export const FIELD_MANAGER = 'regulon-cache';
 
@@ -83,27 +86,21 @@ export class CacheReconciler implements Reconciler {
       return this.#finish(cache, { problem, workload: undefined, bindingSecret: binding }, ctx);
     }
 
-    let problem = await this.#secrets(cache, owner, ctx);
+    let problem = await this.#secrets(cache, owner, ctx).catch((err: unknown) => childProblem(err, ctx));
     if (!problem) {
       try {
         await this.#applyChildren(cache, owner, ctx);
       } catch (err) {
-        if (!(err instanceof AlreadyOwnedError)) throw err;
-        problem = { reason: 'ChildConflict', message: `${err.message}; not adopting it` };
+        problem = childProblem(err, ctx);
       }
     }
 
     const type = persistent(cache) ? Kinds.StatefulSet : Kinds.Deployment;
-    const workload = this.#cached<V1Deployment | V1StatefulSet>(type, ns, names.workload);
-    return this.#finish(
-      cache,
-      {
-        problem,
-        workload: workload && isControlledBy(workload, owner) ? workload : undefined,
-        bindingSecret: binding,
-      },
-      ctx,
-    );
+    const live = this.#cached<V1Deployment | V1StatefulSet>(type, ns, names.workload);
+    const workload = live && isControlledBy(live, owner) ? live : undefined;
+    // What the Deployment's own controller reports (its Pods can't be created, no progress): a StatefulSet says nothing alike.
+    problem ??= persistent(cache) ? undefined : deploymentProblem(workload);
+    return this.#finish(cache, { problem, workload, bindingSecret: binding }, ctx);
   }
 
   /**
@@ -126,14 +123,9 @@ export class CacheReconciler implements Reconciler {
     const [name, build] = authEnabled(cache)
       ? [names.credentials, () => generatedCredentials(cache, generatePassword())]
       : [names.binding, () => bindingSecret(cache)];
+    // A Secret someone else wrote is never used (createSecretOnce throws ChildConflictError): it would
+    // hand its password, or none, to every client.
     const existing = this.#cached(Kinds.Secret, ns, name);
-    if (existing && !isControlledBy(existing, owner)) {
-      // Using a Secret someone else wrote would hand its password (or none) to every client.
-      return {
-        reason: 'ChildConflict',
-        message: `Secret ${ns}/${name} exists and is not controlled by this Cache; not using it`,
-      };
-    }
     const outcome = await createSecretOnce(this.#mgr.client, build, {
       owner,
       existing,
@@ -173,13 +165,8 @@ export class CacheReconciler implements Reconciler {
   }
 
   async #finish(cache: CacheObject, observed: Observed, ctx: ReconcileContext): Promise<Result | void> {
-    // On the change only: the Degraded condition already reports a problem it has seen.
     const problem = observed.problem;
-    if (
-      problem &&
-      !conditionMatches(cache.status?.conditions, { type: 'Degraded', status: 'True', ...problem })
-    )
-      this.#events.event(cache, 'Warning', problem.reason, 'Reconcile', problem.message);
+    announceProblems(this.#events, cache, problem ? [problem] : []);
     const status = computeStatus(cache, observed);
     const wrote = await applyStatusIfChanged(this.#mgr.client, Cache.type, cache, status, {
       fieldManager: FIELD_MANAGER,
@@ -187,7 +174,9 @@ export class CacheReconciler implements Reconciler {
       written: this.#written,
     });
     if (wrote) ctx.log.debug({ phase: status.phase }, 'status updated');
-    // A missing referenced Secret heals when it appears (the Secret watch wakes us); nothing else to poll.
+    // A missing referenced Secret heals when it appears (the Secret watch wakes us), a conflict when the
+    // object is gone (ctx.waitFor); only a rejected child is retried, with backoff.
+    return problemResult(problem);
   }
 
   async #applyChildren(cache: CacheObject, owner: Owner, ctx: ReconcileContext): Promise<void> {

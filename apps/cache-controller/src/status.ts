@@ -1,5 +1,12 @@
 import type { V1Deployment, V1StatefulSet } from '@kubernetes/client-node';
-import { derivePhase, setCondition, type Condition, contentHash } from '@regulon/runtime';
+import {
+  contentHash,
+  derivePhase,
+  setCondition,
+  setProblemConditions,
+  type Condition,
+  type Problem,
+} from '@regulon/runtime';
 import type { CacheObject } from './api.ts';
 import { CONFIG_HASH_ANNOTATION, image } from './children.ts';
 import { renderConfig } from './config.ts';
@@ -7,12 +14,6 @@ import { childNames, persistent, selector } from './names.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 
 export type CacheStatus = NonNullable<CacheObject['status']>;
-
-/** A problem only reconcile can find: reported as Degraded=True with this reason, and as a Warning Event. */
-export interface Problem {
-  reason: string;
-  message: string;
-}
 
 export type Workload = V1Deployment | V1StatefulSet;
 
@@ -68,23 +69,25 @@ export function computeStatus(cache: CacheObject, o: Observed, now: Date = new D
     c = setCondition(c, { type, status, reason, message, observedGeneration: gen }, now);
   };
 
-  if (o.problem) set('Degraded', 'True', o.problem.reason, o.problem.message);
-  else set('Degraded', 'False', 'AsExpected', 'No problems found');
-
-  // Ready names the blocking problem: `kubectl wait` and GitOps tools show this condition, not Degraded.
-  if (o.problem) set('Ready', 'False', o.problem.reason, o.problem.message);
-  else if (!w) set('Ready', 'Unknown', 'WorkloadMissing', `The ${kind} does not exist yet`);
-  else if (done)
-    set(
-      'Ready',
-      'True',
-      'AllReplicasReady',
-      `${ready}/${want} replicas ready, running ${cache.spec.version}`,
-    );
-  else set('Ready', 'False', 'ReplicasNotReady', `${ready}/${want} replicas ready`);
+  // Degraded and Stalled; a problem is also what Ready names (`kubectl wait` and kstatus read Ready).
+  c = setProblemConditions(c, o.problem, { observedGeneration: gen, now });
+  if (!o.problem) {
+    if (!w) set('Ready', 'Unknown', 'WorkloadMissing', `The ${kind} does not exist yet`);
+    else if (done)
+      set(
+        'Ready',
+        'True',
+        'AllReplicasReady',
+        `${ready}/${want} replicas ready, running ${cache.spec.version}`,
+      );
+    else set('Ready', 'False', 'ReplicasNotReady', `${ready}/${want} replicas ready`);
+  }
 
   const running = w?.status?.replicas ?? 0;
-  if (!w) set('Progressing', 'Unknown', 'Creating', `Creating the ${kind}`);
+  // Nothing rolls out while a problem blocks the reconcile: saying "Creating" would claim what isn't happening.
+  if (o.problem && o.problem.stalled !== false)
+    set('Progressing', 'False', o.problem.reason, `Blocked: ${o.problem.message}`);
+  else if (!w) set('Progressing', 'Unknown', 'Creating', `Creating the ${kind}`);
   else if (done) set('Progressing', 'False', 'Stable', 'Nothing to roll out');
   else if (currentVersion && currentVersion !== cache.spec.version)
     set('Progressing', 'True', 'Upgrading', `Rolling ${currentVersion} to ${cache.spec.version}`);

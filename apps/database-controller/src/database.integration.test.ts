@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type {
+  V1ConfigMap,
   V1CronJob,
   V1Job,
   V1PersistentVolumeClaim,
@@ -13,7 +14,7 @@ import type {
 } from '@kubernetes/client-node';
 import { InvalidError, KubeClient, Kinds, isNotFound, type KubeObject } from '@regulon/client';
 import { Manager, createLogger, type Condition } from '@regulon/runtime';
-import { eventually, start, type TestEnv } from '@regulon/testenv';
+import { eventually, kstatus, start, type TestEnv } from '@regulon/testenv';
 import { Registry } from 'prom-client';
 import { Database, type DatabaseObject } from './api.ts';
 import { setupDatabaseController } from './index.ts';
@@ -336,7 +337,7 @@ describe('Database controller', () => {
       [
         '6-field cron',
         { backup: { enabled: true, schedule: '0 0 3 * * *', historyLimit: 3 } },
-        /backup.schedule must be a standard 5-field cron expression/,
+        /backup\.schedule must be five fields \(minute hour day-of-month month day-of-week\)/,
       ],
       [
         'reserved parameter',
@@ -373,8 +374,16 @@ describe('Database controller', () => {
   });
 
   test('what only reconcile can know goes to Degraded and an Event, without a hot loop', async () => {
-    const long = `a${'b'.repeat(50)}`;
-    await create(long);
+    // A name too long for its children is refused at admission now; a name already taken by a user's
+    // Secret (the generated credentials' name) is something only reconcile finds.
+    const taken = 'taken';
+    await client.resource<V1Secret>(Kinds.Secret).create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'taken-credentials', namespace: ns },
+      stringData: { password: 'the user’s own' },
+    });
+    await create(taken);
     await create('byo', { credentials: { secretName: 'missing-secret' } });
     const degraded = async (name: string, reason: string) =>
       eventually(`${name} Degraded ${reason}`, async () => {
@@ -387,18 +396,18 @@ describe('Database controller', () => {
           ? d
           : undefined;
       });
-    await degraded(long, 'NameTooLong');
+    await degraded(taken, 'ChildConflict');
     await degraded('byo', 'CredentialsSecretMissing');
     const events = await eventually('Warning events', async () => {
       const list = await client
         .resource<KubeObject & { reason?: string; type?: string; regarding?: { name?: string } }>(Kinds.Event)
         .list({ namespace: ns });
       const mine = list.items.filter(
-        (e) => e.type === 'Warning' && ['NameTooLong', 'CredentialsSecretMissing'].includes(e.reason ?? ''),
+        (e) => e.type === 'Warning' && ['ChildConflict', 'CredentialsSecretMissing'].includes(e.reason ?? ''),
       );
       return mine.length >= 2 ? mine : undefined;
     });
-    assert.ok(events.some((e) => e.regarding?.name === long));
+    assert.ok(events.some((e) => e.regarding?.name === taken));
     // Quiet period: once the other Databases have settled nothing changes, so nothing reconciles.
     await ready('rules');
     await ready('orders');
@@ -419,7 +428,7 @@ describe('Database controller', () => {
     // other Databases' Pods may still move now and then, so a handful of
     // their reconciles is allowed: CI saw 9 and 12 in this window.
     const versions = async () => [
-      (await get(long)).metadata.resourceVersion,
+      (await get(taken)).metadata.resourceVersion,
       (await get('byo')).metadata.resourceVersion,
     ];
     const versionsBefore = await versions();
@@ -443,6 +452,98 @@ describe('Database controller', () => {
       stringData: { username: 'app', password: 'supplied' },
     });
     await ready('byo');
+  });
+
+  test("a user's ConfigMap named <db>-config is never adopted or overwritten: ChildConflict, Stalled, an Event; deleting it lets the Database proceed", async () => {
+    const configMaps = () => client.resource<V1ConfigMap>(Kinds.ConfigMap);
+    const mine = await configMaps().create({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'users-config', namespace: ns },
+      data: { 'postgresql.conf': 'shared_buffers = 1GB\n' },
+    });
+    await create('users');
+    const conflict = await eventually('users Degraded ChildConflict', async () => {
+      const d = await get('users');
+      return cond(d, 'Degraded')?.reason === 'ChildConflict' ? d : undefined;
+    });
+    assert.match(
+      cond(conflict, 'Degraded')!.message,
+      /ConfigMap .*\/users-config already exists and was not created by it, not by Database users; leaving it untouched/,
+    );
+    for (const type of ['Ready', 'Stalled'])
+      assert.equal(cond(conflict, type)?.reason, 'ChildConflict', `${type} names the conflict`);
+    assert.equal(cond(conflict, 'Stalled')?.status, 'True');
+    assert.equal((await kstatus(conflict)).status, 'Failed');
+    await eventually('Warning Event ChildConflict', async () => {
+      const list = await client
+        .resource<KubeObject & { reason?: string; type?: string; regarding?: { name?: string } }>(Kinds.Event)
+        .list({ namespace: ns });
+      return list.items.some(
+        (e) => e.type === 'Warning' && e.reason === 'ChildConflict' && e.regarding?.name === 'users',
+      );
+    });
+    const after = await configMaps().get('users-config', { namespace: ns });
+    assert.deepEqual(after.data, mine.data, 'content not overwritten');
+    assert.equal(
+      after.metadata?.ownerReferences,
+      undefined,
+      'not adopted: deleting the Database would delete it',
+    );
+    assert.equal(after.metadata?.resourceVersion, mine.metadata?.resourceVersion, 'not written at all');
+    await assert.rejects(
+      client.resource(Kinds.StatefulSet).get('users', { namespace: ns }),
+      isNotFound,
+      'no Pods mounting a ConfigMap that is not the Database’s',
+    );
+
+    // Only the deletion wakes the Database: no owner reference leads from the user's ConfigMap to it.
+    await configMaps().delete('users-config', { namespace: ns });
+    await ready('users');
+    const owned = await configMaps().get('users-config', { namespace: ns });
+    assert.equal(owned.metadata?.ownerReferences?.[0]?.uid, conflict.metadata.uid);
+    await dbs().delete('users', { namespace: ns });
+  });
+
+  test('kstatus (what Flux and kpt read): Current when Ready, InProgress while scaling, Failed while stalled, Current once fixed', async () => {
+    await create('kst');
+    assert.equal((await kstatus(await ready('kst'))).status, 'Current');
+
+    // A scale-up is a rollout: every observation until Ready again is InProgress, none Failed.
+    const changed = await patch('kst', { replicas: 3 });
+    const seen: string[] = [];
+    await eventually('kst scaled and Ready', async () => {
+      const d = await get('kst');
+      const { status } = await kstatus(d);
+      if (d.status?.observedGeneration === changed.metadata.generation)
+        seen.push(`${status}/${cond(d, 'Ready')?.reason}`);
+      return status === 'Current' && d.status?.readyReplicas === 3;
+    });
+    assert.ok(
+      seen.some((s) => s.startsWith('InProgress/')),
+      `InProgress while the replicas start: ${seen.join(' ')}`,
+    );
+    assert.ok(!seen.some((s) => s.startsWith('Failed/')), `never Failed: ${seen.join(' ')}`);
+
+    // Stalled: a referenced Secret that doesn't exist needs a person; kstatus says Failed with the cause.
+    await create('kst-byo', { credentials: { secretName: 'kst-byo-secret' } });
+    const stalled = await eventually('kst-byo Failed', async () => {
+      const r = await kstatus(await get('kst-byo'));
+      return r.status === 'Failed' ? r : undefined;
+    });
+    assert.match(
+      stalled.message,
+      /Secret kst-byo-secret named in spec.credentials.secretName does not exist/,
+    );
+    await client.resource<V1Secret>(Kinds.Secret).create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'kst-byo-secret', namespace: ns },
+      stringData: { username: 'app', password: 'supplied' },
+    });
+    assert.equal((await kstatus(await ready('kst-byo'))).status, 'Current');
+    await dbs().delete('kst', { namespace: ns });
+    await dbs().delete('kst-byo', { namespace: ns });
   });
 
   test('a restarted manager re-verifies converged Databases and writes nothing', async () => {

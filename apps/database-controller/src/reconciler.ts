@@ -1,18 +1,21 @@
 import type { V1Job, V1StatefulSet } from '@kubernetes/client-node';
 import { Kinds, isNotFound, type KubeObject, type ResourceType } from '@regulon/client';
 import {
-  AlreadyOwnedError,
+  announceProblems,
   applyChild,
+  childProblem,
+  ChildConflictError,
   deleteChildIfControlled,
   applyStatusIfChanged,
-  conditionMatches,
   createSecretOnce,
   generatePassword,
   isControlledBy,
+  problemResult,
   quantityValue,
   type EventRecorder,
   type Manager,
   type Owner,
+  type Problem,
   type ReconcileContext,
   type Reconciler,
   type Request,
@@ -23,7 +26,7 @@ import { Database, type DatabaseObject } from './api.ts';
 import { createdClaimSize, desiredChildren, generatedCredentials } from './children.ts';
 import { InvalidParametersError } from './config.ts';
 import { childNames, MAX_NAME_LENGTH, ROLE_LABEL, selector } from './names.ts';
-import { computeStatus, type DatabaseStatus, type Problem } from './status.ts';
+import { computeStatus, type DatabaseStatus } from './status.ts';
 
 export const FIELD_MANAGER = 'regulon-database';
 const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';
@@ -88,6 +91,12 @@ export class DatabaseReconciler implements Reconciler {
         fieldManager: FIELD_MANAGER,
         inUse: () => this.#hasDataVolume(db, signal),
         signal,
+      }).catch((err: unknown) => {
+        problem = childProblem(err, ctx);
+        // A Secret a person made for this Database is used once it is named as theirs.
+        if (err instanceof ChildConflictError)
+          problem.message += ` To use it as this Database's credentials, set spec.credentials.secretName: ${names.credentials}.`;
+        return undefined;
       });
       if (outcome === 'created') ctx.log.info({ secret: names.credentials }, 'generated credentials');
       if (outcome === 'lost') {
@@ -106,10 +115,10 @@ export class DatabaseReconciler implements Reconciler {
         await this.#labelRoles(db, liveSts, ctx);
         await this.#growVolumes(db, createdClaimSize(liveSts), ctx);
       } catch (err) {
-        if (err instanceof InvalidParametersError) problem = { reason: err.reason, message: err.message };
-        else if (err instanceof AlreadyOwnedError)
-          problem = { reason: 'ChildConflict', message: `${err.message}; not adopting it` };
-        else throw err;
+        problem =
+          err instanceof InvalidParametersError
+            ? { reason: err.reason, message: err.message }
+            : childProblem(err, ctx);
       }
     }
 
@@ -139,10 +148,8 @@ export class DatabaseReconciler implements Reconciler {
     observed: Parameters<typeof computeStatus>[1],
     ctx: ReconcileContext,
   ): Promise<Result | void> {
-    // On the change only: the Degraded condition already reports a problem it has seen.
     const problem = observed.problem;
-    if (problem && !conditionMatches(db.status?.conditions, { type: 'Degraded', status: 'True', ...problem }))
-      this.#events.event(db, 'Warning', problem.reason, 'Reconcile', problem.message);
+    announceProblems(this.#events, db, problem ? [problem] : []);
     const status = computeStatus(db, observed);
     const wrote = await applyStatusIfChanged(this.#mgr.client, Database.type, db, status, {
       fieldManager: FIELD_MANAGER,
@@ -150,7 +157,9 @@ export class DatabaseReconciler implements Reconciler {
       written: this.#written,
     });
     if (wrote) ctx.log.debug({ phase: status.phase }, 'status updated');
-    // A missing referenced Secret heals when it appears (the Secret watch wakes us); nothing else to poll.
+    // A missing referenced Secret heals when it appears (the Secret watch wakes us), a conflict when the
+    // object is gone (ctx.waitFor); only a rejected child is retried, with backoff.
+    return problemResult(problem);
   }
 
   async #applyChildren(

@@ -1,17 +1,17 @@
 import type { V1Job, V1StatefulSet } from '@kubernetes/client-node';
-import { derivePhase, setCondition, type Condition } from '@regulon/runtime';
+import {
+  derivePhase,
+  setCondition,
+  setProblemConditions,
+  type Condition,
+  type Problem,
+} from '@regulon/runtime';
 import type { DatabaseObject } from './api.ts';
 import { image } from './children.ts';
 import { childNames, selector } from './names.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 
 export type DatabaseStatus = NonNullable<DatabaseObject['status']>;
-
-/** A problem only reconcile can find: reported as Degraded=True with this reason, and as a Warning Event. */
-export interface Problem {
-  reason: string;
-  message: string;
-}
 
 export interface Observed {
   statefulSet: V1StatefulSet | undefined;
@@ -48,22 +48,24 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
     c = setCondition(c, { type, status, reason, message, observedGeneration: gen }, now);
   };
 
-  if (o.problem) set('Degraded', 'True', o.problem.reason, o.problem.message);
-  else set('Degraded', 'False', 'AsExpected', 'No problems found');
+  // Degraded and Stalled; a problem is also what Ready names (`kubectl wait` and kstatus read Ready).
+  c = setProblemConditions(c, o.problem, { observedGeneration: gen, now });
+  if (!o.problem) {
+    if (!sts) set('Ready', 'Unknown', 'StatefulSetMissing', 'The StatefulSet does not exist yet');
+    else if (done)
+      set(
+        'Ready',
+        'True',
+        'AllReplicasReady',
+        `${ready}/${db.spec.replicas} replicas ready, running ${db.spec.version}`,
+      );
+    else set('Ready', 'False', 'ReplicasNotReady', `${ready}/${db.spec.replicas} replicas ready`);
+  }
 
-  // Ready names the blocking problem: `kubectl wait` and GitOps tools show this condition, not Degraded.
-  if (o.problem) set('Ready', 'False', o.problem.reason, o.problem.message);
-  else if (!sts) set('Ready', 'Unknown', 'StatefulSetMissing', 'The StatefulSet does not exist yet');
-  else if (done)
-    set(
-      'Ready',
-      'True',
-      'AllReplicasReady',
-      `${ready}/${db.spec.replicas} replicas ready, running ${db.spec.version}`,
-    );
-  else set('Ready', 'False', 'ReplicasNotReady', `${ready}/${db.spec.replicas} replicas ready`);
-
-  if (!sts) set('Progressing', 'Unknown', 'Creating', 'Creating the StatefulSet');
+  // Nothing rolls out while a problem blocks the reconcile: saying "Creating" would claim what isn't happening.
+  if (o.problem && o.problem.stalled !== false)
+    set('Progressing', 'False', o.problem.reason, `Blocked: ${o.problem.message}`);
+  else if (!sts) set('Progressing', 'Unknown', 'Creating', 'Creating the StatefulSet');
   else if (done) set('Progressing', 'False', 'Stable', 'Nothing to roll out');
   else if (currentVersion && currentVersion !== db.spec.version)
     set('Progressing', 'True', 'Upgrading', `Rolling ${currentVersion} to ${db.spec.version}`);

@@ -4,10 +4,17 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { V1ConfigMap, V1Deployment, V1Secret } from '@kubernetes/client-node';
 import { Cache, setupCacheController, type CacheObject } from '@regulon/cache-controller';
-import { InvalidError, KubeClient, Kinds, isNotFound, type ResourceType } from '@regulon/client';
+import {
+  InvalidError,
+  KubeClient,
+  Kinds,
+  isNotFound,
+  type KubeObject,
+  type ResourceType,
+} from '@regulon/client';
 import { Database, setupDatabaseController, type DatabaseObject } from '@regulon/database-controller';
 import { Manager, createLogger } from '@regulon/runtime';
-import { eventually, start, type TestEnv } from '@regulon/testenv';
+import { eventually, kstatus, start, type TestEnv } from '@regulon/testenv';
 import { Registry } from 'prom-client';
 import { MyApp, type MyAppObject } from './api.ts';
 import { setupMyAppController } from './index.ts';
@@ -220,7 +227,7 @@ describe('MyApp composite controller', () => {
     });
     assert.match(
       app.status!.conditions!.find((x) => x.type === 'Degraded')!.message,
-      /taken-db already exists and is not controlled by this MyApp/,
+      /Database .*\/taken-db already exists and is controlled by ConfigMap other-owner, not by MyApp taken; leaving it untouched/,
     );
     assert.equal(app.status?.conditions?.find((x) => x.type === 'Ready')?.status, 'False');
     const after = await client.resource<DatabaseObject>(Database.type).get('taken-db', { namespace: ns });
@@ -228,6 +235,151 @@ describe('MyApp composite controller', () => {
     assert.equal(after.metadata.ownerReferences?.[0]?.uid, owner.metadata!.uid);
     assert.equal(after.metadata.generation, foreign.metadata.generation);
     assert.equal(await gone(Kinds.Deployment, 'taken'), true, 'no Deployment without its Database');
+    assert.equal(app.status?.conditions?.find((x) => x.type === 'Stalled')?.status, 'True');
+    assert.equal((await kstatus(app)).status, 'Failed');
+
+    // Freeing the name is all it takes: the deletion wakes the MyApp, whose Database it now creates.
+    await client.resource(Database.type).delete('taken-db', { namespace: ns });
+    const owned = await eventually('taken-db created by the MyApp', async () => {
+      const db = await client.resource<DatabaseObject>(Database.type).get('taken-db', { namespace: ns });
+      return db.metadata.ownerReferences?.[0]?.uid === app.metadata.uid ? db : undefined;
+    });
+    assert.equal(owned.spec.engine, 'postgres');
+    await apps().delete('taken', { namespace: ns });
+  });
+
+  test('transient errors are retried, not reported as a conflict: a rejected child is ChildRejected, retried until the quota allows it', async () => {
+    const quotas: ResourceType = {
+      group: '',
+      version: 'v1',
+      kind: 'ResourceQuota',
+      plural: 'resourcequotas',
+      namespaced: true,
+    };
+    const qns = await env.newNamespace('myapp-quota');
+    const registry = new Registry();
+    const m = new Manager({
+      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
+      registry,
+      logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'warn' }),
+      metricsBindAddress: '0',
+      healthBindAddress: '0',
+      namespace: qns,
+    });
+    setupDatabaseController(m);
+    setupCacheController(m);
+    setupMyAppController(m);
+    const done = m.start();
+    try {
+      await client.resource(quotas).create({
+        apiVersion: 'v1',
+        kind: 'ResourceQuota',
+        metadata: { name: 'no-services', namespace: qns },
+        spec: { hard: { services: '0' } },
+      } as KubeObject);
+      await eventually('quota in effect', async () => {
+        const q = await client
+          .resource<KubeObject & { status?: { hard?: object } }>(quotas)
+          .get('no-services', { namespace: qns });
+        return q.status?.hard !== undefined;
+      });
+      await client.resource<MyAppObject>(MyApp.type).create(
+        MyApp.object({
+          metadata: { name: 'web', namespace: qns },
+          spec: spec({ database: undefined, cache: undefined }),
+        }),
+      );
+      const rejected = await eventually('web Degraded ChildRejected', async () => {
+        const a = await client.resource<MyAppObject>(MyApp.type).get('web', { namespace: qns });
+        return a.status?.conditions?.find((c) => c.type === 'Degraded')?.reason === 'ChildRejected'
+          ? a
+          : undefined;
+      });
+      assert.match(
+        rejected.status!.conditions!.find((c) => c.type === 'Degraded')!.message,
+        /Service web was rejected by the API server: services "web" is forbidden: exceeded quota: no-services/,
+      );
+      // The controller retries a rejection with backoff (requeue), it is not a success that waits forever.
+      const requeues = async () =>
+        (await registry.getSingleMetric('controller_runtime_reconcile_total')!.get()).values
+          .filter((v) => v.labels['controller'] === 'myapp' && v.labels['result'] === 'requeue')
+          .reduce((n, v) => n + v.value, 0);
+      await eventually('retried', async () => (await requeues()) >= 2);
+      // Nothing the controller watches changes when the quota goes: only the retry finds out.
+      await client.resource(quotas).delete('no-services', { namespace: qns });
+      await eventually(
+        'web Ready once the quota allows the Service',
+        async () => {
+          const a = await client.resource<MyAppObject>(MyApp.type).get('web', { namespace: qns });
+          return a.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+        },
+        120_000,
+      );
+    } finally {
+      m.stop();
+      await done;
+    }
+  });
+
+  test('kstatus (what Flux and kpt read): Current when Ready, InProgress while its Database scales, Failed while stalled, Current once fixed', async () => {
+    await apps().create(
+      MyApp.object({
+        metadata: { name: 'kst', namespace: ns },
+        spec: spec({ cache: undefined, replicas: 1 }),
+      }),
+    );
+    assert.equal((await kstatus(await ready('kst'))).status, 'Current');
+
+    const current = await apps().get('kst', { namespace: ns });
+    const changed = await apps().patch(
+      'kst',
+      { spec: { database: { ...current.spec.database, replicas: 3 } } },
+      { type: 'merge', namespace: ns },
+    );
+    const seen: string[] = [];
+    await eventually(
+      'kst Ready with 3 database replicas',
+      async () => {
+        const a = await apps().get('kst', { namespace: ns });
+        const { status } = await kstatus(a);
+        if (a.status?.observedGeneration === changed.metadata.generation)
+          seen.push(`${status}/${a.status?.conditions?.find((c) => c.type === 'DatabaseReady')?.reason}`);
+        const db = await client.resource<DatabaseObject>(Database.type).get('kst-db', { namespace: ns });
+        return status === 'Current' && db.status?.readyReplicas === 3;
+      },
+      120_000,
+    );
+    assert.ok(
+      seen.some((x) => x.startsWith('InProgress/')),
+      `InProgress while the Database scales: ${seen.join(' ')}`,
+    );
+    assert.ok(!seen.some((x) => x.startsWith('Failed/')), `never Failed: ${seen.join(' ')}`);
+
+    // Stalled: its env names a Secret that doesn't exist.
+    await apps().patch(
+      'kst',
+      {
+        spec: {
+          env: [{ name: 'API_KEY', valueFrom: { secretKeyRef: { name: 'kst-api-key', key: 'key' } } }],
+        },
+      },
+      { type: 'merge', namespace: ns },
+    );
+    const stalled = await eventually('kst Failed', async () => {
+      const r = await kstatus(await apps().get('kst', { namespace: ns }));
+      return r.status === 'Failed' ? r : undefined;
+    });
+    assert.match(stalled.message, /Secret kst-api-key named in spec.env \(API_KEY\) does not exist/);
+    await client.resource<V1Secret>(Kinds.Secret).create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'kst-api-key', namespace: ns },
+      stringData: { key: 'k' },
+    });
+    assert.equal((await kstatus(await ready('kst'))).status, 'Current');
+    const dep = await client.resource<V1Deployment>(Kinds.Deployment).get('kst', { namespace: ns });
+    assert.ok(dep.spec!.template.spec!.containers[0]!.env!.some((e) => e.name === 'API_KEY'));
+    await apps().delete('kst', { namespace: ns });
   });
 
   test('bad input is rejected with a clear message, embedded templates included', async () => {

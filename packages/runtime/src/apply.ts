@@ -2,6 +2,7 @@ import type { KubeClient, KubeObject, ResourceType } from '@regulon/client';
 import { apiVersionOf, isNotFound } from '@regulon/client';
 import { isConverged, withAppliedHash } from './converged.ts';
 import { assertCanControl, controllerReference, isControlledBy, type Owner } from './ownership.ts';
+import { ChildRejectedError, isRejection } from './problems.ts';
 
 export interface ApplyChildOptions {
   /** The controller's field manager: it owns exactly the fields it applies. */
@@ -20,10 +21,17 @@ export interface ApplyChildOptions {
  * Server-side applies a desired child with a controller ownerReference to
  * `owner`. With force, fields this manager owns are set back to the desired
  * values (drift is reverted) and fields owned by others are left alone; a
- * deleted child is recreated. Throws AlreadyOwnedError, without writing, when
- * the child is controlled by another owner. Sends nothing when the cached
- * child already matches (see converged.ts): a converged child costs no
- * request, so a restart or a resync rewrites nothing.
+ * deleted child is recreated. Sends nothing when the cached child already
+ * matches (see converged.ts): a converged child costs no request, so a
+ * restart or a resync rewrites nothing.
+ *
+ * Throws, for the caller to report through `childProblem`:
+ * - ChildConflictError, without writing, when an object of the child's name
+ *   exists that `owner` does not control (another controller's, or a
+ *   person's): it is never adopted or overwritten;
+ * - ChildRejectedError when the API server refuses the apply for good
+ *   (invalid, forbidden by a quota or an admission policy: see isRejection).
+ * Transient errors (throttling, 5xx, timeouts) are thrown as they are.
  */
 export async function applyChild<T extends KubeObject>(
   client: KubeClient,
@@ -31,14 +39,19 @@ export async function applyChild<T extends KubeObject>(
   desired: T,
   options: ApplyChildOptions,
 ): Promise<T> {
-  assertCanControl(options.existing, options.owner);
+  assertCanControl(type, options.existing, options.owner);
   const body = childApplyBody(type, desired, options.owner);
   if (options.existing && isConverged(body, options.existing)) return options.existing as T;
-  return client.resource<T>(type).apply(body, {
-    fieldManager: options.fieldManager,
-    force: true,
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
+  try {
+    return await client.resource<T>(type).apply(body, {
+      fieldManager: options.fieldManager,
+      force: true,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } catch (err) {
+    if (isRejection(err)) throw new ChildRejectedError(type, body.metadata?.name, err);
+    throw err;
+  }
 }
 
 /**
@@ -77,7 +90,9 @@ export async function deleteChildIfControlled(
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
   } catch (err) {
-    if (!isNotFound(err)) throw err;
+    if (isNotFound(err)) return true;
+    if (isRejection(err)) throw new ChildRejectedError(type, existing.metadata.name, err);
+    throw err;
   }
   return true;
 }

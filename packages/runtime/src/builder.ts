@@ -114,7 +114,7 @@ export class ControllerBuilder {
     });
     for (const source of this.#sources) {
       const informer = this.#mgr.informerFor(source.type, { metadataOnly: source.metadataOnly });
-      controller.watch(informer, source.map, [...this.#global, ...source.predicates]);
+      controller.watch(informer, source.map, [...this.#global, ...source.predicates], source.type);
     }
     this.#mgr.registerKind(this.#forType);
     this.#mgr.add(controller);

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { EventHandler, Informer } from '@regulon/cache';
+import { Kinds, type KubeObject } from '@regulon/client';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { Controller } from './controller.ts';
@@ -97,3 +99,75 @@ test('when leadership is lost (stop and drain abort together) the in-flight reco
   assert.deepEqual(h.aborted, ['item-0']);
   assert.deepEqual(h.finished, []);
 });
+
+/** An informer that only delivers the events a test hands it. */
+function stubInformer() {
+  const handlers: Array<EventHandler<KubeObject>> = [];
+  const informer = {
+    addEventHandler: (h: EventHandler<KubeObject>) => {
+      handlers.push(h);
+      return () => {};
+    },
+  } as unknown as Informer<KubeObject>;
+  return { informer, deleted: (obj: KubeObject) => handlers.forEach((h) => h.onDelete?.(obj)) };
+}
+
+test(
+  'waitFor: a change of the named object wakes the request; a wait not declared again is dropped',
+  { timeout: 10_000 },
+  async () => {
+    const taken = { metadata: { namespace: 'ns', name: 'a-config' } };
+    const runs: string[] = [];
+    let declare = true;
+    let ran!: () => void;
+    let next = new Promise<void>((resolve) => (ran = resolve));
+    const controller = new Controller({
+      name: 'waits',
+      reconciler: {
+        reconcile: (req, ctx) => {
+          runs.push(req.name);
+          // The conflicting child of `a`, as childProblem declares it.
+          if (declare) ctx.waitFor(Kinds.ConfigMap, 'ns', 'a-config');
+          ran();
+          return Promise.resolve();
+        },
+      },
+      logger: pino({ level: 'silent' }),
+      registry: new Registry(),
+    });
+    const configMaps = stubInformer();
+    const services = stubInformer();
+    // No map function finds an owner for it: only the wait can wake `a`.
+    controller.watch(configMaps.informer, () => [], [], Kinds.ConfigMap);
+    controller.watch(services.informer, () => [], [], Kinds.Service);
+    const stop = new AbortController();
+    const running = controller.start(stop.signal);
+    const reconciled = async () => {
+      await next;
+      next = new Promise<void>((resolve) => (ran = resolve));
+      // Let the worker finish the item (settling its waits) before the next event.
+      await new Promise((r) => setImmediate(r));
+    };
+
+    // A wake adds the key synchronously and an idle worker starts at once: a few turns of the event loop
+    // are enough to see a reconcile that an event caused.
+    const turns = async () => {
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    };
+
+    controller.queue.add('ns/a');
+    await reconciled();
+    services.deleted(taken);
+    await turns();
+    assert.deepEqual(runs, ['a'], 'an object of another kind with that name wakes nothing');
+    declare = false;
+    configMaps.deleted(taken);
+    await reconciled();
+    assert.deepEqual(runs, ['a', 'a'], 'woken by the deletion');
+    configMaps.deleted(taken);
+    await turns();
+    assert.deepEqual(runs, ['a', 'a'], 'the wait was not declared again, so it is gone');
+    stop.abort();
+    await running;
+  },
+);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import { SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import type { Informer } from '@regulon/cache';
-import type { KubeObject } from '@regulon/client';
+import type { KubeObject, ResourceType } from '@regulon/client';
 import {
   RateLimitingQueue,
   defaultControllerRateLimiter,
@@ -16,6 +16,7 @@ import type { MapFunc } from './handlers.ts';
 import { controllerMetrics, type ControllerMetrics, type ReconcileResultLabel } from './metrics.ts';
 import type { Predicate } from './predicates.ts';
 import { isTerminalError, requestFromKey, requestKey, type Reconciler, type Result } from './reconcile.ts';
+import { NameWaits } from './waits.ts';
 
 /** Defaults, named where they are defined. */
 export const DEFAULT_MAX_CONCURRENT_RECONCILES = 1;
@@ -72,6 +73,8 @@ export class Controller implements Runnable {
   readonly #log: Logger;
   readonly #workers: number;
   readonly #unsubscribe: Array<() => void> = [];
+  /** Objects that requests wait for by name (ReconcileContext.waitFor). */
+  readonly #waits = new NameWaits();
   #started = false;
   /** Aborted to cancel in-flight reconciles (forced stop, lost leadership). */
   #hardStop = new AbortController();
@@ -110,22 +113,35 @@ export class Controller implements Runnable {
    * Feeds the queue from an informer's events, mapped to requests and
    * filtered by predicates. One event adds each key it maps to once: a second
    * add of a key that an idle worker already took would run a second reconcile.
+   * With `type`, an event also wakes the requests that wait for that object
+   * by name (ReconcileContext.waitFor), whatever the predicates say.
    */
-  watch<T extends KubeObject>(informer: Informer<T>, map: MapFunc<T>, predicates: Predicate<T>[] = []): void {
+  watch<T extends KubeObject>(
+    informer: Informer<T>,
+    map: MapFunc<T>,
+    predicates: Predicate<T>[] = [],
+    type?: ResourceType,
+  ): void {
     const enqueue = (...objs: T[]) => {
       const keys = new Set(objs.flatMap((obj) => map(obj).map(requestKey)));
       for (const key of keys) this.queue.add(key);
     };
+    const wake = (...objs: T[]) => {
+      if (type) for (const obj of objs) for (const key of this.#waits.waiters(type, obj)) this.queue.add(key);
+    };
     this.#unsubscribe.push(
       informer.addEventHandler({
         onAdd: (obj) => {
+          wake(obj);
           if (predicates.every((p) => p.create?.(obj) ?? true)) enqueue(obj);
         },
         onUpdate: (old, obj) => {
+          wake(obj);
           // An update can move the object to another owner or mapping: wake the old one too.
           if (predicates.every((p) => p.update?.(old, obj) ?? true)) enqueue(obj, old);
         },
         onDelete: (obj) => {
+          wake(obj);
           if (predicates.every((p) => p.delete?.(obj) ?? true)) enqueue(obj);
         },
       }),
@@ -202,6 +218,7 @@ export class Controller implements Runnable {
       },
       async (span) => {
         let outcome: ReconcileResultLabel;
+        const waits = new Set<string>();
         try {
           const result: Result =
             (await this.#o.reconciler.reconcile(request, {
@@ -210,6 +227,7 @@ export class Controller implements Runnable {
               span,
               reconcileID,
               controller: this.name,
+              waitFor: (type, namespace, name) => waits.add(this.#waits.add(key, type, namespace, name)),
             })) ?? {};
           if (result.requeueAfter !== undefined && result.requeueAfter > 0) {
             this.queue.forget(key);
@@ -243,6 +261,7 @@ export class Controller implements Runnable {
             );
           }
         } finally {
+          this.#waits.settle(key, waits);
           endTimer();
           this.#metrics.activeWorkers.dec(labels);
         }

@@ -38,8 +38,20 @@ export {
   controllerOf,
   isControlledBy,
   assertCanControl,
-  AlreadyOwnedError,
+  ChildConflictError,
 } from './ownership.ts';
+export {
+  announceProblems,
+  childProblem,
+  ChildRejectedError,
+  CHILD_CONFLICT,
+  CHILD_REJECTED,
+  combineProblems,
+  isRejection,
+  problemResult,
+  setProblemConditions,
+} from './problems.ts';
+export type { Problem, ProblemConditionOptions } from './problems.ts';
 export type { Owner } from './ownership.ts';
 export {
   LeaderElector,
@@ -81,6 +93,7 @@ export {
   restrictedPodSecurityContext,
   recommendedLabels,
   contentHash,
+  deploymentProblem,
   MANAGED_BY,
 } from './workloads.ts';
 export { canonicalQuantity, quantityValue } from './quantity.ts';

@@ -1,4 +1,5 @@
 import type { Span } from '@opentelemetry/api';
+import type { ResourceType } from '@regulon/client';
 import type { Logger } from 'pino';
 
 /** Identifies the object to reconcile. `namespace` is absent for cluster-scoped kinds. */
@@ -29,6 +30,16 @@ export interface ReconcileContext {
   /** Unique per reconcile; correlates log lines, spans and events. */
   reconcileID: string;
   controller: string;
+  /**
+   * Wakes this request when the named object is added, changed or deleted,
+   * for an object no owner reference maps back to it (a child's name taken by
+   * someone else's object). Each reconcile declares its waits anew: one not
+   * declared again by the next reconcile of the request is dropped. Only
+   * kinds the controller watches (`for`, `owns`, `watches`) can wake it.
+   * Declare it right after reading the object from the cache, with no await
+   * in between, so that no event can slip between the read and the wait.
+   */
+  waitFor(type: ResourceType, namespace: string | undefined, name: string): void;
 }
 
 /**

@@ -1,11 +1,13 @@
-// createSecretOnce against the real API server: a Secret is created once, and
-// a lost one is never replaced while data set up with its password exists.
+// createSecretOnce against the real API server: a Secret is created once, a
+// lost one is never replaced while data set up with its password exists, and
+// one the owner did not create is never used.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { V1ConfigMap, V1Secret } from '@kubernetes/client-node';
-import { KubeClient, Kinds, isNotFound } from '@regulon/client';
-import { start, type TestEnv } from '@regulon/testenv';
-import type { Owner } from './ownership.ts';
+import { KubeClient, Kinds, isNotFound, type KubeObject } from '@regulon/client';
+import { eventually, start, type TestEnv } from '@regulon/testenv';
+import { ChildConflictError, type Owner } from './ownership.ts';
+import { ChildRejectedError } from './problems.ts';
 import { createSecretOnce, generatePassword } from './secrets.ts';
 
 let env: TestEnv;
@@ -86,4 +88,60 @@ test('data depends on it but the cache has not seen the Secret yet: the API serv
   const after = await read('lagging');
   assert.equal(after?.metadata?.resourceVersion, stored?.metadata?.resourceVersion);
   assert.equal(after?.data?.['password'], stored?.data?.['password']);
+});
+
+test('a Secret of that name the owner did not create is never used or adopted: ChildConflictError, nothing written', async () => {
+  const theirs = await secrets().create({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'users-own', namespace: ns },
+    stringData: { password: 'not generated here' },
+  });
+  await assert.rejects(
+    createSecretOnce(client, credentials('users-own'), { ...opts, owner, existing: theirs }),
+    (err: unknown) =>
+      err instanceof ChildConflictError &&
+      /Secret .*\/users-own already exists and was not created by it/.test(err.message),
+  );
+  const after = await read('users-own');
+  assert.equal(after?.metadata?.resourceVersion, theirs.metadata?.resourceVersion);
+  assert.equal(after?.metadata?.ownerReferences, undefined);
+});
+
+test("a create the API server refuses for good (a quota on Secrets) throws ChildRejectedError with the server's message", async () => {
+  const quotaNs = await env.newNamespace('secrets-quota');
+  const quotas = {
+    group: '',
+    version: 'v1',
+    kind: 'ResourceQuota',
+    plural: 'resourcequotas',
+    namespaced: true,
+  };
+  await client.resource(quotas).create({
+    apiVersion: 'v1',
+    kind: 'ResourceQuota',
+    metadata: { name: 'no-secrets', namespace: quotaNs },
+    spec: { hard: { secrets: '0' } },
+  } as KubeObject);
+  await eventually('quota in effect', async () => {
+    const q = await client
+      .resource<KubeObject & { status?: { hard?: object } }>(quotas)
+      .get('no-secrets', { namespace: quotaNs });
+    return q.status?.hard !== undefined;
+  });
+  const cm = await client
+    .resource<V1ConfigMap>(Kinds.ConfigMap)
+    .create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owner', namespace: quotaNs } });
+  const quotaOwner: Owner = {
+    ...owner,
+    metadata: { name: 'owner', namespace: quotaNs, uid: cm.metadata!.uid! },
+  };
+  await assert.rejects(
+    createSecretOnce(client, credentials('refused'), { ...opts, owner: quotaOwner }),
+    (err: unknown) =>
+      err instanceof ChildRejectedError &&
+      /^Secret refused was rejected by the API server: secrets "refused" is forbidden: exceeded quota: no-secrets/.test(
+        err.message,
+      ),
+  );
 });

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { Kinds, isAlreadyExists, type KubeClient, type KubeObject } from '@regulon/client';
-import { controllerReference, type Owner } from './ownership.ts';
+import { assertCanControl, controllerReference, type Owner } from './ownership.ts';
+import { ChildRejectedError, isRejection } from './problems.ts';
 
 /** A random password of URL-safe characters (24 random bytes: 192 bits). */
 export function generatePassword(bytes = 24): string {
@@ -23,6 +24,12 @@ export type SecretOnceOutcome = 'created' | 'exists' | 'lost';
  * cache's (metadata-only) view; when it is present nothing is written. A
  * create that races with another returns AlreadyExists, which is success too.
  *
+ * A Secret of that name that `owner` does not control (a person's, another
+ * controller's) is never used: its password was not generated here, so
+ * ChildConflictError is thrown, as applyChild does. A create the API server
+ * refuses for good (a quota on Secrets, an admission policy) throws
+ * ChildRejectedError.
+ *
  * `inUse` says whether data that was set up with the Secret's password still
  * exists (a database volume initialised with it, Pods started with it). When
  * it does, a missing Secret is lost, not new: nothing is created, and the
@@ -42,6 +49,7 @@ export async function createSecretOnce(
     signal?: AbortSignal;
   },
 ): Promise<SecretOnceOutcome> {
+  assertCanControl(Kinds.Secret, opts.existing, opts.owner);
   if (opts.existing) return 'exists';
   const signal = opts.signal ? { signal: opts.signal } : {};
   const secrets = client.resource<V1Secret>(Kinds.Secret);
@@ -57,6 +65,7 @@ export async function createSecretOnce(
       return 'lost';
     } catch (err) {
       if (isAlreadyExists(err)) return 'exists';
+      if (isRejection(err)) throw new ChildRejectedError(Kinds.Secret, name, err);
       throw err;
     }
   }
@@ -74,6 +83,7 @@ export async function createSecretOnce(
     return 'created';
   } catch (err) {
     if (isAlreadyExists(err)) return 'exists';
+    if (isRejection(err)) throw new ChildRejectedError(Kinds.Secret, secret.metadata.name, err);
     throw err;
   }
 }

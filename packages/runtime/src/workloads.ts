@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Problem } from './problems.ts';
 
 /**
  * What every workload a Regulon controller creates shares: the restricted Pod
@@ -51,4 +52,43 @@ export function recommendedLabels(o: {
 /** A short stable hash of some content, for a pod-template annotation that rolls the Pods when the content changes. */
 export function contentHash(content: string): string {
   return createHash('sha256').update(content).digest('hex').slice(0, 16);
+}
+
+/** The parts of a Deployment's status that deploymentProblem reads. */
+interface DeploymentLike {
+  metadata?: { name?: string; generation?: number };
+  status?: {
+    observedGeneration?: number;
+    conditions?: Array<{ type: string; status: string; reason?: string; message?: string }>;
+  };
+}
+
+/**
+ * What a Deployment's own controller reports as going wrong, as a Problem:
+ * - `ReplicaFailure=True`: its ReplicaSet cannot create Pods (a quota, an
+ *   admission policy, a missing ServiceAccount). Not stalled: the Deployment
+ *   retries by itself, and kstatus calls it InProgress too.
+ * - `Progressing=False/ProgressDeadlineExceeded`: no progress within
+ *   `progressDeadlineSeconds` (on a real kubelet: images that can't be pulled,
+ *   Pods that never get ready). Stalled, as kstatus calls it Failed.
+ * Only a status that describes the current spec counts.
+ */
+export function deploymentProblem(d: DeploymentLike | undefined): Problem | undefined {
+  if (!d?.status || (d.status.observedGeneration ?? 0) < (d.metadata?.generation ?? 0)) return undefined;
+  const name = d.metadata?.name ?? '';
+  const cond = (type: string) => d.status?.conditions?.find((c) => c.type === type);
+  const progressing = cond('Progressing');
+  if (progressing?.status === 'False' && progressing.reason === 'ProgressDeadlineExceeded')
+    return {
+      reason: 'ProgressDeadlineExceeded',
+      message: `Deployment ${name} made no progress: ${progressing.message ?? ''}`.trim(),
+    };
+  const failure = cond('ReplicaFailure');
+  if (failure?.status === 'True')
+    return {
+      reason: 'ReplicaFailure',
+      message: `Deployment ${name} cannot create its Pods (${failure.reason ?? 'ReplicaFailure'}): ${failure.message ?? ''}`,
+      stalled: false,
+    };
+  return undefined;
 }
