@@ -412,12 +412,7 @@ describe('Cache controller', () => {
       ['memory too small', { memory: '16Mi' }, /memory must be between 32Mi and 64Gi/],
       ['memory not a quantity', { memory: '1GB' }, /spec.memory in body should match/],
       ['unknown eviction policy', { evictionPolicy: 'lru' }, /spec.evictionPolicy: Unsupported value: "lru"/],
-      [
-        'unsupported version',
-        { version: '6.2.14' },
-        /version 6.2.14 is not supported for redis; supported: 7.2.15/,
-      ],
-      ['memcached version on redis', { version: '1.6.45' }, /version 1.6.45 is not supported for redis/],
+      ['malformed version', { version: '7.4-alpine' }, /version must be a dotted number such as 7\.4\.11/],
       [
         'secretName with auth off',
         { auth: { enabled: false, secretName: 'x' } },
@@ -432,6 +427,38 @@ describe('Cache controller', () => {
       });
     }
     await assert.rejects(patch('mc', { engine: 'redis', version: '7.4.10' }), /engine is immutable/);
+  });
+
+  test('a version the image catalog lacks: VersionNotInCatalog, Stalled and an Event, nothing runs; a listed version heals it', async () => {
+    // Well-formed, so admission takes it; the catalog (here the official images) has no 6.2.
+    await create('old-redis', { version: '6.2.14' });
+    const c = await eventually('old-redis VersionNotInCatalog', async () => {
+      const got = await get('old-redis');
+      return cond(got, 'Degraded')?.reason === 'VersionNotInCatalog' ? got : undefined;
+    });
+    assert.match(
+      cond(c, 'Degraded')!.message,
+      /^redis 6\.2\.14 is not in the image catalog \(the official images\); it has 7\.2\.15, .*8\.0\.6\. Set spec\.version/,
+    );
+    assert.equal(cond(c, 'Stalled')?.status, 'True');
+    assert.equal(cond(c, 'Ready')?.reason, 'VersionNotInCatalog');
+    assert.ok(await gone(Kinds.Deployment, 'old-redis'), 'nothing runs a version the catalog lacks');
+    await eventually('a VersionNotInCatalog Warning', async () => {
+      const list = await client
+        .resource<KubeObject & { reason?: string; type?: string; regarding?: { name?: string } }>(Kinds.Event)
+        .list({ namespace: ns });
+      return list.items.some(
+        (e) =>
+          e.type === 'Warning' && e.reason === 'VersionNotInCatalog' && e.regarding?.name === 'old-redis',
+      );
+    });
+    await patch('old-redis', { version: '7.4.11' });
+    const healed = await ready('old-redis');
+    assert.equal(cond(healed, 'Stalled')?.status, 'False');
+    assert.equal(
+      (await read<V1Deployment>(Kinds.Deployment, 'old-redis')).spec?.template.spec?.containers[0]?.image,
+      'redis:7.4.11',
+    );
   });
 
   test('a missing referenced Secret: Degraded and a Warning Event, no crash, no hot loop; heals when it appears', async () => {

@@ -18,12 +18,18 @@ import type {
 import type { CacheObject } from './api.ts';
 import { CONFIG_DIR, CONFIG_FILE, DATA_DIR, renderConfig, RUN_DIR } from './config.ts';
 import { authEnabled, authSecretName, childNames, labels, persistent, selector } from './names.ts';
-import { DEFAULT_MEMCACHED_USER, ENGINE_DEFAULTS } from './versions.ts';
+import { DEFAULT_MEMCACHED_USER, ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
+import type { ImageCatalog } from '@regulon/image-catalog';
 
 export const CONFIG_HASH_ANNOTATION = 'regulon.dev/config-hash';
 
-export function image(cache: CacheObject): string {
-  return `${ENGINE_DEFAULTS[cache.spec.engine].image}:${cache.spec.version}`;
+/**
+ * The image of the Cache's engine version in `catalog` (the manager's, or the
+ * official images); undefined when the catalog lacks the version, which the
+ * reconciler reports instead of running anything.
+ */
+export function image(cache: CacheObject, catalog: ImageCatalog = OFFICIAL_IMAGES): string | undefined {
+  return catalog.imageFor(cache.spec.engine, cache.spec.version);
 }
 
 /** Quantities as the API types spell them (strings); the CRD also accepts integers. */
@@ -110,7 +116,10 @@ function env(cache: CacheObject): V1EnvVar[] {
     : [ref('MEMCACHED_USERNAME', 'username', true), ref('MEMCACHED_PASSWORD', 'password')];
 }
 
-function podTemplate(cache: CacheObject): V1PodTemplateSpec {
+function podTemplate(cache: CacheObject, imageRef: string | undefined): V1PodTemplateSpec {
+  const ref = imageRef ?? image(cache);
+  // Unreachable from the reconciler, which checks the catalog first; a bug otherwise.
+  if (!ref) throw new Error(`no image for ${cache.spec.engine} ${cache.spec.version}`);
   const n = childNames(cache);
   const engine = cache.spec.engine;
   const d = ENGINE_DEFAULTS[engine];
@@ -122,7 +131,7 @@ function podTemplate(cache: CacheObject): V1PodTemplateSpec {
       : tcp;
   const container: V1Container = {
     name: engine,
-    image: image(cache),
+    image: ref,
     command: engine === 'redis' ? redisCommand(cache) : memcachedCommand(cache),
     ports: [{ name: engine, containerPort: d.port, protocol: 'TCP' }],
     env: env(cache),
@@ -160,7 +169,8 @@ function podTemplate(cache: CacheObject): V1PodTemplateSpec {
   };
 }
 
-export function desiredDeployment(cache: CacheObject): V1Deployment {
+/** `imageRef`: the catalog's image for spec.version (default: the official one). */
+export function desiredDeployment(cache: CacheObject, imageRef?: string): V1Deployment {
   return {
     metadata: { name: childNames(cache).workload, labels: labels(cache) },
     spec: {
@@ -169,12 +179,13 @@ export function desiredDeployment(cache: CacheObject): V1Deployment {
       // Surge first: capacity never drops below spec.replicas during a roll.
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       revisionHistoryLimit: 3,
-      template: podTemplate(cache),
+      template: podTemplate(cache, imageRef),
     },
   };
 }
 
-export function desiredStatefulSet(cache: CacheObject): V1StatefulSet {
+/** `imageRef`: the catalog's image for spec.version (default: the official one). */
+export function desiredStatefulSet(cache: CacheObject, imageRef?: string): V1StatefulSet {
   const n = childNames(cache);
   const p = cache.spec.persistence;
   return {
@@ -190,7 +201,7 @@ export function desiredStatefulSet(cache: CacheObject): V1StatefulSet {
       // A cache's volumes serve warm restarts, not as a system of record: they go with the Cache,
       // and stay on scale-down so that scaling back up finds them warm.
       persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' },
-      template: podTemplate(cache),
+      template: podTemplate(cache, imageRef),
       volumeClaimTemplates: [
         {
           metadata: { name: 'data', labels: selector(cache) },

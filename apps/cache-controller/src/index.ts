@@ -1,4 +1,5 @@
 import { Kinds, type KubeObject } from '@regulon/client';
+import type { ImageCatalog } from '@regulon/image-catalog';
 import type { Manager } from '@regulon/runtime';
 import { Cache, type CacheObject } from './api.ts';
 import { CacheReconciler } from './reconciler.ts';
@@ -15,7 +16,7 @@ export {
   type CacheObject,
 } from './api.ts';
 export { CacheReconciler, FIELD_MANAGER } from './reconciler.ts';
-export { DEFAULT_EVICTION_POLICY, ENGINE_VERSIONS, EVICTION_POLICIES } from './versions.ts';
+export { DEFAULT_EVICTION_POLICY, ENGINE_VERSIONS, EVICTION_POLICIES, OFFICIAL_IMAGES } from './versions.ts';
 export { MAX_NAME_LENGTH, childNames } from './names.ts';
 export { CACHE_RBAC } from './rbac.ts';
 
@@ -23,11 +24,13 @@ export const CONTROLLER_NAME = 'cache';
 
 export interface CacheControllerOptions {
   maxConcurrentReconciles?: number;
+  /** Which image runs which version (default: the official images, OFFICIAL_IMAGES). */
+  imageCatalog?: ImageCatalog | undefined;
 }
 
 /** Registers the Cache controller with a manager. */
 export function setupCacheController(mgr: Manager, options: CacheControllerOptions = {}): void {
-  const reconciler = new CacheReconciler(mgr, mgr.eventRecorder(CONTROLLER_NAME));
+  const reconciler = new CacheReconciler(mgr, mgr.eventRecorder(CONTROLLER_NAME), options.imageCatalog);
   mgr
     .controller(CONTROLLER_NAME)
     .for(Cache.type)

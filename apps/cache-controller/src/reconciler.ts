@@ -30,6 +30,7 @@ import {
   desiredServices,
   desiredStatefulSet,
   generatedCredentials,
+  image,
 } from './children.ts';
 import {
   authEnabled,
@@ -40,6 +41,8 @@ import {
   persistent,
 } from './names.ts';
 import { computeStatus, type Observed } from './status.ts';
+import { OFFICIAL_IMAGES } from './versions.ts';
+import type { ImageCatalog } from '@regulon/image-catalog';
 
 export const FIELD_MANAGER = 'regulon-cache';
 
@@ -59,9 +62,12 @@ export class CacheReconciler implements Reconciler {
   readonly #events: EventRecorder;
   readonly #written = new WrittenStatus<NonNullable<CacheObject['status']>>();
 
-  constructor(mgr: Manager, events: EventRecorder) {
+  readonly #catalog: ImageCatalog;
+
+  constructor(mgr: Manager, events: EventRecorder, catalog: ImageCatalog = OFFICIAL_IMAGES) {
     this.#mgr = mgr;
     this.#events = events;
+    this.#catalog = catalog;
   }
 
   #cached<T extends KubeObject>(type: ResourceType, namespace: string, name: string): T | undefined {
@@ -87,9 +93,16 @@ export class CacheReconciler implements Reconciler {
     }
 
     let problem = await this.#secrets(cache, owner, ctx).catch((err: unknown) => childProblem(err, ctx));
-    if (!problem) {
+    // A version the catalog lacks runs nothing new: the workload keeps the image it has.
+    const imageRef = image(cache, this.#catalog);
+    if (!problem && !imageRef)
+      problem = {
+        reason: 'VersionNotInCatalog',
+        message: `${this.#catalog.unsupported(cache.spec.engine, cache.spec.version)}. Set spec.version to one of those, or add the version to the image catalog.`,
+      };
+    if (!problem && imageRef) {
       try {
-        await this.#applyChildren(cache, owner, ctx);
+        await this.#applyChildren(cache, owner, imageRef, ctx);
       } catch (err) {
         problem = childProblem(err, ctx);
       }
@@ -167,7 +180,7 @@ export class CacheReconciler implements Reconciler {
   async #finish(cache: CacheObject, observed: Observed, ctx: ReconcileContext): Promise<Result | void> {
     const problem = observed.problem;
     announceProblems(this.#events, cache, problem ? [problem] : []);
-    const status = computeStatus(cache, observed);
+    const status = computeStatus(cache, { ...observed, image: image(cache, this.#catalog) });
     const wrote = await applyStatusIfChanged(this.#mgr.client, Cache.type, cache, status, {
       fieldManager: FIELD_MANAGER,
       signal: ctx.signal,
@@ -179,7 +192,12 @@ export class CacheReconciler implements Reconciler {
     return problemResult(problem);
   }
 
-  async #applyChildren(cache: CacheObject, owner: Owner, ctx: ReconcileContext): Promise<void> {
+  async #applyChildren(
+    cache: CacheObject,
+    owner: Owner,
+    imageRef: string,
+    ctx: ReconcileContext,
+  ): Promise<void> {
     const ns = cache.metadata.namespace!;
     const n = childNames(cache);
     const client = this.#mgr.client;
@@ -206,10 +224,10 @@ export class CacheReconciler implements Reconciler {
     await apply(Kinds.Service, services.headless, n.headlessService);
     // spec.persistence can't change (CEL), so the other kind only exists if that rule was bypassed.
     if (persistent(cache)) {
-      await apply(Kinds.StatefulSet, desiredStatefulSet(cache), n.workload);
+      await apply(Kinds.StatefulSet, desiredStatefulSet(cache, imageRef), n.workload);
       await remove(Kinds.Deployment, n.workload);
     } else {
-      await apply(Kinds.Deployment, desiredDeployment(cache), n.workload);
+      await apply(Kinds.Deployment, desiredDeployment(cache, imageRef), n.workload);
       await remove(Kinds.StatefulSet, n.workload);
     }
     const pdb = desiredDisruptionBudget(cache);

@@ -22,6 +22,8 @@ export interface Observed {
   workload: Workload | undefined;
   problem: Problem | undefined;
   bindingSecret: string;
+  /** The image the catalog gives spec.version (default: the official one); undefined when it has none. */
+  image?: string | undefined;
 }
 
 /**
@@ -30,14 +32,19 @@ export interface Observed {
  * ready, no old Pod left. The template check matters: right after an apply
  * the cache may still hold the previous object, rolled out and "done".
  */
-export function rolledOut(cache: CacheObject, w: Workload | undefined): boolean {
+export function rolledOut(
+  cache: CacheObject,
+  w: Workload | undefined,
+  wanted: string | undefined = image(cache),
+): boolean {
   const s = w?.status;
   if (!w || !s) return false;
   const want = cache.spec.replicas;
   const template = w.spec?.template;
   const templateCurrent =
     w.spec?.replicas === want &&
-    template?.spec?.containers?.[0]?.image === image(cache) &&
+    wanted !== undefined &&
+    template?.spec?.containers?.[0]?.image === wanted &&
     template.metadata?.annotations?.[CONFIG_HASH_ANNOTATION] === contentHash(renderConfig(cache).content);
   // A StatefulSet also says when the roll is over: its current revision catches up with the update revision.
   const revisionsCurrent =
@@ -61,7 +68,7 @@ export function computeStatus(cache: CacheObject, o: Observed, now: Date = new D
   const kind = persistent(cache) ? 'StatefulSet' : 'Deployment';
   const want = cache.spec.replicas;
   const ready = w?.status?.readyReplicas ?? 0;
-  const done = rolledOut(cache, w);
+  const done = rolledOut(cache, w, 'image' in o ? o.image : image(cache));
   // currentVersion moves only once every Pod runs the new version.
   const currentVersion = done ? cache.spec.version : prev.currentVersion;
   let c: Condition[] = prev.conditions ?? [];

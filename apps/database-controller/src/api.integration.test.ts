@@ -116,7 +116,11 @@ describe('Database changes the API server refuses', () => {
       'spec.version: Invalid value: version cannot be downgraded from 16.10 to 16.9',
     ]);
     const older = await stored('16.9');
-    const upgraded = await dbs().patch(older, { spec: { version: '16.10' } }, { type: 'merge', namespace: ns });
+    const upgraded = await dbs().patch(
+      older,
+      { spec: { version: '16.10' } },
+      { type: 'merge', namespace: ns },
+    );
     assert.equal(upgraded.spec.version, '16.10');
   });
 

@@ -13,10 +13,11 @@ import type {
   V1ServiceAccount,
   V1StatefulSet,
 } from '@kubernetes/client-node';
+import type { ImageCatalog } from '@regulon/image-catalog';
 import type { DatabaseObject } from './api.ts';
 import { renderConfig } from './config.ts';
 import { childNames, labels, ROLE_LABEL, selector } from './names.ts';
-import { ENGINE_DEFAULTS } from './versions.ts';
+import { ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
 
 const CONFIG_HASH_ANNOTATION = 'regulon.dev/config-hash';
 
@@ -35,8 +36,21 @@ function quantities(r: {
   return { ...(requests ? { requests } : {}), ...(limits ? { limits } : {}) };
 }
 
-export function image(db: DatabaseObject): string {
-  return `${ENGINE_DEFAULTS[db.spec.engine].image}:${db.spec.version}`;
+/**
+ * The image of the Database's engine version in `catalog` (the manager's, or
+ * the official images); undefined when the catalog lacks the version, which
+ * the reconciler reports instead of running anything.
+ */
+export function image(db: DatabaseObject, catalog: ImageCatalog = OFFICIAL_IMAGES): string | undefined {
+  return catalog.imageFor(db.spec.engine, db.spec.version);
+}
+
+/** The image the children run: the official one unless the reconciler passes its catalog's. */
+function engineImage(db: DatabaseObject, given: string | undefined): string {
+  const resolved = given ?? image(db);
+  // Unreachable from the reconciler, which checks the catalog first; a bug otherwise.
+  if (!resolved) throw new Error(`no image for ${db.spec.engine} ${db.spec.version}`);
+  return resolved;
 }
 
 export function desiredConfigMap(db: DatabaseObject): V1ConfigMap {
@@ -87,7 +101,11 @@ export function desiredDisruptionBudget(db: DatabaseObject): V1PodDisruptionBudg
   };
 }
 
-export function desiredStatefulSet(db: DatabaseObject, credentialsSecret: string): V1StatefulSet {
+export function desiredStatefulSet(
+  db: DatabaseObject,
+  credentialsSecret: string,
+  imageRef?: string,
+): V1StatefulSet {
   const n = childNames(db);
   const d = ENGINE_DEFAULTS[db.spec.engine];
   const { content } = renderConfig(db);
@@ -143,7 +161,7 @@ export function desiredStatefulSet(db: DatabaseObject, credentialsSecret: string
           containers: [
             {
               name: db.spec.engine,
-              image: image(db),
+              image: engineImage(db, imageRef),
               ports: [{ name: db.spec.engine, containerPort: d.port }],
               env,
               ...(db.spec.resources ? { resources: quantities(db.spec.resources) } : {}),
@@ -203,7 +221,11 @@ export function generatedCredentials(db: DatabaseObject, password: string): V1Se
   };
 }
 
-export function desiredBackupCronJob(db: DatabaseObject, credentialsSecret: string): V1CronJob | undefined {
+export function desiredBackupCronJob(
+  db: DatabaseObject,
+  credentialsSecret: string,
+  imageRef?: string,
+): V1CronJob | undefined {
   const backup = db.spec.backup ?? { enabled: true, schedule: '0 3 * * *', historyLimit: 3 };
   if (!backup.enabled) return undefined;
   const n = childNames(db);
@@ -241,7 +263,7 @@ export function desiredBackupCronJob(db: DatabaseObject, credentialsSecret: stri
               containers: [
                 {
                   name: 'backup',
-                  image: image(db),
+                  image: engineImage(db, imageRef),
                   command,
                   env: [
                     {
@@ -286,10 +308,14 @@ export function createdClaimSize(sts: V1StatefulSet | undefined): string | undef
  * are immutable, so the template keeps the size it was created with and
  * growing is done on the PVCs themselves.
  */
-export function desiredChildren(db: DatabaseObject, createdStorageSize?: string): DesiredChild[] {
+export function desiredChildren(
+  db: DatabaseObject,
+  createdStorageSize?: string,
+  imageRef?: string,
+): DesiredChild[] {
   const n = childNames(db);
   const services = desiredServices(db);
-  const sts = desiredStatefulSet(db, n.credentials);
+  const sts = desiredStatefulSet(db, n.credentials, imageRef);
   const claim = sts.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests;
   if (createdStorageSize && claim) claim['storage'] = createdStorageSize;
   return [
@@ -300,6 +326,6 @@ export function desiredChildren(db: DatabaseObject, createdStorageSize?: string)
     { type: Kinds.Service, name: n.readOnlyService, object: services.readOnly },
     { type: Kinds.StatefulSet, name: n.statefulSet, object: sts },
     { type: Kinds.PodDisruptionBudget, name: n.disruptionBudget, object: desiredDisruptionBudget(db) },
-    { type: Kinds.CronJob, name: n.backup, object: desiredBackupCronJob(db, n.credentials) },
+    { type: Kinds.CronJob, name: n.backup, object: desiredBackupCronJob(db, n.credentials, imageRef) },
   ];
 }

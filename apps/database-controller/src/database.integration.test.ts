@@ -344,11 +344,7 @@ describe('Database controller', () => {
         { parameters: { port: '6543' } },
         /parameters may not set settings the operator manages/,
       ],
-      [
-        'unsupported version',
-        { version: '9.6' },
-        /version 9.6 is not supported for postgres; supported: 15.10/,
-      ],
+      ['malformed version', { version: 'latest' }, /version must be a dotted number such as 16\.8/],
     ];
     for (const [what, spec, message] of cases) {
       await assert.rejects(create(`bad-${what.replace(/\W+/g, '-')}`, spec), (err: Error) => {
@@ -385,6 +381,8 @@ describe('Database controller', () => {
     });
     await create(taken);
     await create('byo', { credentials: { secretName: 'missing-secret' } });
+    // Well-formed, but the image catalog (here the official images) has no such version.
+    await create('old', { version: '9.6' });
     const degraded = async (name: string, reason: string) =>
       eventually(`${name} Degraded ${reason}`, async () => {
         const d = await get(name);
@@ -398,14 +396,30 @@ describe('Database controller', () => {
       });
     await degraded(taken, 'ChildConflict');
     await degraded('byo', 'CredentialsSecretMissing');
+    const old = await degraded('old', 'VersionNotInCatalog');
+    assert.match(
+      cond(old, 'Degraded')?.message ?? '',
+      /^postgres 9\.6 is not in the image catalog \(the official images\); it has 15\.10, .*17\.4\. Set spec\.version/,
+    );
+    assert.equal(cond(old, 'Stalled')?.status, 'True');
+    assert.equal(
+      await client
+        .resource<V1StatefulSet>(Kinds.StatefulSet)
+        .get('old', { namespace: ns })
+        .catch(() => undefined),
+      undefined,
+      'nothing runs a version the catalog lacks',
+    );
     const events = await eventually('Warning events', async () => {
       const list = await client
         .resource<KubeObject & { reason?: string; type?: string; regarding?: { name?: string } }>(Kinds.Event)
         .list({ namespace: ns });
       const mine = list.items.filter(
-        (e) => e.type === 'Warning' && ['ChildConflict', 'CredentialsSecretMissing'].includes(e.reason ?? ''),
+        (e) =>
+          e.type === 'Warning' &&
+          ['ChildConflict', 'CredentialsSecretMissing', 'VersionNotInCatalog'].includes(e.reason ?? ''),
       );
-      return mine.length >= 2 ? mine : undefined;
+      return mine.length >= 3 ? mine : undefined;
     });
     assert.ok(events.some((e) => e.regarding?.name === taken));
     // Quiet period: once the other Databases have settled nothing changes, so nothing reconciles.

@@ -1,4 +1,5 @@
 import { Kinds, type KubeObject } from '@regulon/client';
+import type { ImageCatalog } from '@regulon/image-catalog';
 import type { Manager } from '@regulon/runtime';
 import { Database, type DatabaseObject } from './api.ts';
 import { DatabaseReconciler } from './reconciler.ts';
@@ -7,7 +8,7 @@ export { Database, DatabaseSpec, DatabaseStatus, GROUP, type DatabaseObject } fr
 export { DatabaseReconciler, FIELD_MANAGER } from './reconciler.ts';
 export { createdClaimSize, desiredChildren, generatedCredentials, type DesiredChild } from './children.ts';
 export { computeStatus, type Observed } from './status.ts';
-export { ENGINE_VERSIONS, RESERVED_PARAMETERS } from './versions.ts';
+export { ENGINE_VERSIONS, OFFICIAL_IMAGES, RESERVED_PARAMETERS } from './versions.ts';
 export { MAX_NAME_LENGTH, childNames } from './names.ts';
 export { DATABASE_RBAC } from './rbac.ts';
 
@@ -15,11 +16,13 @@ export const CONTROLLER_NAME = 'database';
 
 export interface DatabaseControllerOptions {
   maxConcurrentReconciles?: number;
+  /** Which image runs which version (default: the official images, OFFICIAL_IMAGES). */
+  imageCatalog?: ImageCatalog | undefined;
 }
 
 /** Registers the Database controller with a manager. */
 export function setupDatabaseController(mgr: Manager, options: DatabaseControllerOptions = {}): void {
-  const reconciler = new DatabaseReconciler(mgr, mgr.eventRecorder(CONTROLLER_NAME));
+  const reconciler = new DatabaseReconciler(mgr, mgr.eventRecorder(CONTROLLER_NAME), options.imageCatalog);
   const byInstance = (obj: KubeObject) => {
     const instance = obj.metadata?.labels?.['app.kubernetes.io/instance'];
     const managed = obj.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'regulon';

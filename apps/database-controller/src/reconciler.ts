@@ -23,10 +23,12 @@ import {
   WrittenStatus,
 } from '@regulon/runtime';
 import { Database, type DatabaseObject } from './api.ts';
-import { createdClaimSize, desiredChildren, generatedCredentials } from './children.ts';
+import { createdClaimSize, desiredChildren, generatedCredentials, image } from './children.ts';
 import { InvalidParametersError } from './config.ts';
 import { childNames, MAX_NAME_LENGTH, ROLE_LABEL, selector } from './names.ts';
 import { computeStatus, type DatabaseStatus } from './status.ts';
+import { OFFICIAL_IMAGES } from './versions.ts';
+import type { ImageCatalog } from '@regulon/image-catalog';
 
 export const FIELD_MANAGER = 'regulon-database';
 const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';
@@ -37,9 +39,12 @@ export class DatabaseReconciler implements Reconciler {
   readonly #events: EventRecorder;
   readonly #written = new WrittenStatus<DatabaseStatus>();
 
-  constructor(mgr: Manager, events: EventRecorder) {
+  readonly #catalog: ImageCatalog;
+
+  constructor(mgr: Manager, events: EventRecorder, catalog: ImageCatalog = OFFICIAL_IMAGES) {
     this.#mgr = mgr;
     this.#events = events;
+    this.#catalog = catalog;
   }
 
   #cached<T extends KubeObject>(
@@ -107,11 +112,19 @@ export class DatabaseReconciler implements Reconciler {
       }
     }
 
-    if (!problem) {
+    // A version the catalog lacks runs nothing new: the StatefulSet keeps the image it has.
+    const imageRef = image(db, this.#catalog);
+    if (!problem && !imageRef)
+      problem = {
+        reason: 'VersionNotInCatalog',
+        message: `${this.#catalog.unsupported(db.spec.engine, db.spec.version)}. Set spec.version to one of those, or add the version to the image catalog.`,
+      };
+
+    if (!problem && imageRef) {
       try {
         // Read once: the claim size it was created with, and how many Pods it runs.
         const liveSts = this.#mgr.informerFor<V1StatefulSet>(Kinds.StatefulSet).get(names.statefulSet, ns);
-        await this.#applyChildren(db, owner, createdClaimSize(liveSts), ctx);
+        await this.#applyChildren(db, owner, createdClaimSize(liveSts), imageRef, ctx);
         await this.#labelRoles(db, liveSts, ctx);
         await this.#growVolumes(db, createdClaimSize(liveSts), ctx);
       } catch (err) {
@@ -150,7 +163,7 @@ export class DatabaseReconciler implements Reconciler {
   ): Promise<Result | void> {
     const problem = observed.problem;
     announceProblems(this.#events, db, problem ? [problem] : []);
-    const status = computeStatus(db, observed);
+    const status = computeStatus(db, { ...observed, image: image(db, this.#catalog) });
     const wrote = await applyStatusIfChanged(this.#mgr.client, Database.type, db, status, {
       fieldManager: FIELD_MANAGER,
       signal: ctx.signal,
@@ -166,11 +179,12 @@ export class DatabaseReconciler implements Reconciler {
     db: DatabaseObject,
     owner: Owner,
     createdSize: string | undefined,
+    imageRef: string,
     ctx: ReconcileContext,
   ): Promise<void> {
     const ns = db.metadata.namespace!;
     const client = this.#mgr.client;
-    for (const child of desiredChildren(db, createdSize)) {
+    for (const child of desiredChildren(db, createdSize, imageRef)) {
       const existing = this.#cached(child.type, ns, child.name, false);
       if (child.object) {
         await applyChild(client, child.type, child.object, {

@@ -18,6 +18,8 @@ export interface Observed {
   backupJobs: V1Job[];
   problem: Problem | undefined;
   credentialsSecret: string;
+  /** The image the catalog gives spec.version (default: the official one); undefined when it has none. */
+  image?: string | undefined;
 }
 
 /** The StatefulSet has rolled out the current template to every replica, and they are ready. */
@@ -40,7 +42,8 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
   const sts = o.statefulSet;
   const ready = sts?.status?.readyReplicas ?? 0;
   const runningImage = sts?.spec?.template?.spec?.containers?.[0]?.image;
-  const done = rolledOut(db, sts) && runningImage === image(db);
+  const wanted = 'image' in o ? o.image : image(db);
+  const done = wanted !== undefined && rolledOut(db, sts) && runningImage === wanted;
   // currentVersion moves only once every Pod runs the new version.
   const currentVersion = done ? db.spec.version : prev.currentVersion;
   let c: Condition[] = prev.conditions ?? [];

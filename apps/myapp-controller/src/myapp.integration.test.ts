@@ -390,9 +390,9 @@ describe('MyApp composite controller', () => {
         'bad database template',
         {
           ...spec(),
-          database: { engine: 'postgres', version: '9.6', replicas: 1, storage: { size: '1Gi' } },
+          database: { engine: 'postgres', version: 'latest', replicas: 1, storage: { size: '1Gi' } },
         },
-        /version 9.6 is not supported for postgres/,
+        /spec\.database\.version: Invalid value: version must be a dotted number/,
       ],
       [
         'database replicas 6',

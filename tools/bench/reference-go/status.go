@@ -160,27 +160,29 @@ func (db *database) computeStatus(o observed, now time.Time) map[string]any {
 	c := &conditionSetter{list: slices.Clone(prevConditions), generation: db.generation, now: metaTime(now)}
 	replicas := jsNumber(db.replicas)
 
+	// Degraded and Stalled; a problem is also what Ready names, as in runtime's setProblemConditions.
+	// Every problem this reference meets waits for a person, so it is Stalled.
+	readyCount := strconv.Itoa(int(ready))
 	if o.problem != nil {
 		c.set("Degraded", "True", o.problem.reason, o.problem.message)
+		c.set("Stalled", "True", o.problem.reason, o.problem.message)
+		c.set("Ready", "False", o.problem.reason, o.problem.message)
 	} else {
 		c.set("Degraded", "False", "AsExpected", "No problems found")
+		c.set("Stalled", "False", "AsExpected", "Nothing waits for a person")
+		switch {
+		case sts == nil:
+			c.set("Ready", "Unknown", "StatefulSetMissing", "The StatefulSet does not exist yet")
+		case done:
+			c.set("Ready", "True", "AllReplicasReady", readyCount+"/"+replicas+" replicas ready, running "+db.version)
+		default:
+			c.set("Ready", "False", "ReplicasNotReady", readyCount+"/"+replicas+" replicas ready")
+		}
 	}
 
-	readyCount := strconv.Itoa(int(ready))
 	switch {
-	case sts == nil && o.problem != nil:
-		c.set("Ready", "False", "StatefulSetMissing", "The StatefulSet does not exist yet")
-	case sts == nil:
-		c.set("Ready", "Unknown", "StatefulSetMissing", "The StatefulSet does not exist yet")
-	case done && o.problem == nil:
-		c.set("Ready", "True", "AllReplicasReady", readyCount+"/"+replicas+" replicas ready, running "+db.version)
 	case o.problem != nil:
-		c.set("Ready", "False", o.problem.reason, readyCount+"/"+replicas+" replicas ready")
-	default:
-		c.set("Ready", "False", "ReplicasNotReady", readyCount+"/"+replicas+" replicas ready")
-	}
-
-	switch {
+		c.set("Progressing", "False", o.problem.reason, "Blocked: "+o.problem.message)
 	case sts == nil:
 		c.set("Progressing", "Unknown", "Creating", "Creating the StatefulSet")
 	case done:
