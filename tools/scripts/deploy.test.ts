@@ -29,7 +29,8 @@ import { parse, parseAllDocuments, stringify } from 'yaml';
 import { parsePrometheusText } from '../../packages/runtime/src/testing/prometheus.ts';
 import { freePort } from '../../packages/testenv/src/ports.ts';
 import { ALERTS } from './alerts.ts';
-import { ALL_VALUE, DASHBOARD_ROWS } from './dashboards.ts';
+import { checkPanels, type GrafanaDashboard } from './dashboard-queries.ts';
+import { ALL_VALUE } from './dashboards.ts';
 import { controllerEnv } from './manifests.ts';
 import { MANAGER, NAMESPACE } from './rbac.ts';
 
@@ -737,72 +738,6 @@ async function query(expr: string): Promise<Series[]> {
   return body.data!.result;
 }
 
-/** The parts of a Grafana dashboard these checks read. */
-interface GrafanaDashboard {
-  templating: {
-    list: Array<{
-      name: string;
-      type: string;
-      query?: string | { query: string };
-      regex?: string;
-      multi?: boolean;
-      includeAll?: boolean;
-      allValue?: string;
-      current?: { value: string | string[] };
-    }>;
-  };
-  panels: Array<{ type: string; title: string; targets?: Array<{ expr: string }> }>;
-}
-
-/** A variable's value as Grafana's Prometheus data source writes it into a query (interpolateQueryExpr). */
-function formatValue(value: string, multi: boolean): string {
-  return multi ? value.replace(/\\/g, '\\\\\\\\').replace(/[$^*{}[\]'+?.()|]/g, '\\\\$&') : value;
-}
-
-/** Replaces $name and ${name} with their values; fails on a variable with none. */
-function substitute(expr: string, values: Record<string, string>): string {
-  return expr.replace(/\$\{(\w+)\}|\$(\w+)/g, (_, braced: string | undefined, bare: string | undefined) => {
-    const name = (braced ?? bare)!;
-    assert.ok(name in values, `no value for $${name} in ${expr}`);
-    return values[name]!;
-  });
-}
-
-/** A query variable's options, as Grafana gets them from Prometheus: label_values() via the label API, query_result() via a query. */
-async function variableOptions(
-  v: GrafanaDashboard['templating']['list'][number],
-  values: Record<string, string>,
-): Promise<string[]> {
-  const q = substitute(typeof v.query === 'string' ? v.query : v.query!.query, values);
-  let found: string[];
-  const labelValues = /^label_values\((.*),\s*(\w+)\)$/s.exec(q);
-  const queryResult = /^query_result\((.*)\)$/s.exec(q);
-  if (labelValues) {
-    const res = await fetch(
-      `${promUrl}/api/v1/label/${labelValues[2]}/values?match[]=${encodeURIComponent(labelValues[1]!)}`,
-    );
-    const body = (await res.json()) as { status: string; error?: string; data: string[] };
-    assert.equal(body.status, 'success', `${q}: ${body.error}`);
-    found = body.data;
-  } else if (queryResult) {
-    // Grafana turns each result into a line, `{label="value", ...} <value> <time>`, for the regex.
-    found = (await query(queryResult[1]!)).map(
-      (s) =>
-        `{${Object.entries(s.metric)
-          .map(([k, val]) => `${k}="${val}"`)
-          .join(', ')}} ${s.value[1]} ${s.value[0] * 1000}`,
-    );
-  } else assert.fail(`unknown variable query ${q}`);
-  if (v.regex) {
-    const re = new RegExp(v.regex.replace(/^\/(.*)\/$/s, '$1'));
-    found = found.flatMap((line) => {
-      const m = re.exec(line);
-      return m ? [m[1] ?? m[0]] : [];
-    });
-  }
-  return [...new Set(found)].sort();
-}
-
 test("Prometheus: the overlay's dashboard offers the manager's job alone, by default, and every panel query has data", async () => {
   assert.ok(promUrl && overlay, 'Prometheus was started by an earlier test');
   const targets = (await (await fetch(`${promUrl}/api/v1/targets`)).json()) as {
@@ -811,17 +746,7 @@ test("Prometheus: the overlay's dashboard offers the manager's job alone, by def
   for (const t of targets.data.activeTargets)
     assert.equal(t.health, 'up', `${t.labels['job']}: ${t.lastError}`);
 
-  // Grafana's defaults: a variable set to "All" takes its allValue; any other takes its first option.
-  const values: Record<string, string> = { __rate_interval: '5m' };
-  const options: Record<string, string[]> = {};
-  for (const v of overlay.dashboard.templating.list.filter((x) => x.type === 'query')) {
-    options[v.name] = await variableOptions(v, values);
-    assert.ok(options[v.name]!.length > 0, `$${v.name} has options`);
-    values[v.name] =
-      v.current?.value === '$__all'
-        ? v.allValue!
-        : formatValue(options[v.name]![0]!, !!(v.multi || v.includeAll));
-  }
+  const { options, values, queries, empty, notFinite } = await checkPanels(promUrl, overlay.dashboard);
   assert.deepEqual(
     options['job'],
     [overlay.job],
@@ -830,21 +755,6 @@ test("Prometheus: the overlay's dashboard offers the manager's job alone, by def
   assert.deepEqual(options['instance'], [`127.0.0.1:${metricsPort}`]);
   assert.deepEqual(options['controller'], CONTROLLERS.map((c) => c.name).sort());
   assert.equal(values['instance'], ALL_VALUE);
-
-  const empty: string[] = [];
-  const notFinite: string[] = [];
-  let queries = 0;
-  for (const panel of overlay.dashboard.panels) {
-    const spec = DASHBOARD_ROWS.flatMap((r) => r.panels).find((p) => p.title === panel.title);
-    for (const t of panel.targets ?? []) {
-      queries++;
-      const result = await query(substitute(t.expr, values));
-      if (spec?.mayBeEmpty) continue;
-      if (result.length === 0) empty.push(`${panel.title}: ${t.expr}`);
-      else if (!result.some((s) => Number.isFinite(Number(s.value[1]))))
-        notFinite.push(`${panel.title}: ${t.expr}`);
-    }
-  }
   assert.ok(queries >= 25, `${queries} panel queries`);
   assert.deepEqual(empty, [], 'every panel query returns series');
   assert.deepEqual(notFinite, [], 'every panel query returns a number');

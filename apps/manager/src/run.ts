@@ -13,6 +13,7 @@ import {
 } from '@regulon/runtime';
 import { Registry } from 'prom-client';
 import { CONTROLLERS } from './controllers.ts';
+import { blockOnSignalForDebug } from './debug.ts';
 import { OPTIONS, inCluster, ownNamespace } from './options.ts';
 
 /** The controllers `config` switches on, each with its concurrency; found by the one name-to-key conversion. */
@@ -92,6 +93,7 @@ export async function run(
   );
   const unguard = logUnhandledRejections(logger);
   const unsignal = stopOnSignals(mgr);
+  const undebug = blockOnSignalForDebug(env, (message) => logger.warn(message));
   try {
     await mgr.start();
     return 0;
@@ -110,6 +112,7 @@ export async function run(
     );
     return 1;
   } finally {
+    undebug();
     unsignal();
     unguard();
     client.close();
