@@ -22,7 +22,17 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
-import { childNames, type DatabaseObject } from '@regulon/database-controller';
+import {
+  ENGINE_VERSIONS as CACHE_VERSIONS,
+  OFFICIAL_IMAGES as CACHE_IMAGES,
+} from '@regulon/cache-controller';
+import {
+  childNames,
+  ENGINE_VERSIONS as DATABASE_VERSIONS,
+  OFFICIAL_IMAGES as DATABASE_IMAGES,
+  type DatabaseObject,
+} from '@regulon/database-controller';
+import { ImageCatalog } from '@regulon/image-catalog';
 import { CONTROLLERS } from '@regulon/manager';
 import { ensurePrometheus, start, type TestEnv } from '@regulon/testenv';
 import { parse, parseAllDocuments, stringify } from 'yaml';
@@ -270,6 +280,60 @@ interface Overlay {
   rules: { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
   dashboard: GrafanaDashboard;
 }
+
+test("the image-catalog component: its example file is the official images; an overlay's catalog is mounted and named for the manager", async () => {
+  const shipped = join(deployDir, 'components', 'image-catalog', 'image-catalog.yaml');
+  const official = ImageCatalog.load(shipped);
+  for (const [engine, versions, images] of [
+    ['postgres', DATABASE_VERSIONS.postgres, DATABASE_IMAGES],
+    ['mysql', DATABASE_VERSIONS.mysql, DATABASE_IMAGES],
+    ['redis', CACHE_VERSIONS.redis, CACHE_IMAGES],
+    ['memcached', CACHE_VERSIONS.memcached, CACHE_IMAGES],
+  ] as const) {
+    assert.deepEqual(official.versions(engine), [...versions], engine);
+    for (const v of versions) assert.equal(official.imageFor(engine, v), images.imageFor(engine, v));
+  }
+  const overlayDir = join(dir, 'catalog-overlay');
+  mkdirSync(overlayDir);
+  const mine = 'postgres:\n  - { version: "16.8", image: registry.example/mirror/postgres:16.8 }\n';
+  writeFileSync(join(overlayDir, 'image-catalog.yaml'), mine);
+  writeFileSync(
+    join(overlayDir, 'kustomization.yaml'),
+    stringify({
+      apiVersion: 'kustomize.config.k8s.io/v1beta1',
+      kind: 'Kustomization',
+      namespace: 'regulon-system',
+      resources: [relative(overlayDir, deployDir)],
+      components: [relative(overlayDir, join(deployDir, 'components', 'image-catalog'))],
+      configMapGenerator: [{ name: 'regulon-image-catalog', files: ['image-catalog.yaml'] }],
+    }),
+  );
+  const objs = parseAllDocuments(await ok('kustomize', overlayDir)).map((d) => d.toJS() as Rendered);
+  const cm = objs.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('regulon-image-catalog-'));
+  assert.ok(cm, 'a ConfigMap named with its content hash');
+  assert.equal(cm.data?.['image-catalog.yaml'], mine);
+  const deployment = objs.find((o) => o.kind === 'Deployment') as unknown as {
+    spec: {
+      template: {
+        spec: {
+          volumes: Array<{ name: string; configMap?: { name: string } }>;
+          containers: Array<{
+            env: Array<{ name: string; value?: string }>;
+            volumeMounts: Array<{ name: string; mountPath: string }>;
+          }>;
+        };
+      };
+    };
+  };
+  const pod = deployment.spec.template.spec;
+  assert.equal(pod.volumes.find((v) => v.name === 'image-catalog')?.configMap?.name, cm.metadata.name);
+  const container = pod.containers[0]!;
+  const mount = container.volumeMounts.find((m) => m.name === 'image-catalog')!.mountPath;
+  assert.equal(
+    container.env.find((e) => e.name === 'REGULON_IMAGE_CATALOG')?.value,
+    `${mount}/image-catalog.yaml`,
+  );
+});
 
 test('an overlay with a namePrefix and a namespace renames the metrics Service, and its ServiceMonitor still selects it', async () => {
   const overlayDir = join(dir, 'overlay');
