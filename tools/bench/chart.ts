@@ -25,6 +25,9 @@ export interface ChartOptions {
   width?: number;
   /** Height of the whole image in pixels (default 600). */
   height?: number;
+  /** Axis titles (defaults: the end-to-end benchmark's Databases and time until all Ready). */
+  xTitle?: string;
+  yTitle?: string;
 }
 
 /** The family Vega names in the SVG; resvg finds it in FONT_FILES. */
@@ -156,7 +159,7 @@ export function timeToReadySpec(points: ChartPoint[], opts: ChartOptions = {}): 
       x: {
         field: 'n',
         type: 'quantitative',
-        title: 'Database objects (N, log scale)',
+        title: opts.xTitle ?? 'Database objects (N, log scale)',
         scale: { type: 'log', nice: false, padding: 24 },
         // Labelled at each N measured, or on round numbers when there are many.
         axis: {
@@ -168,7 +171,7 @@ export function timeToReadySpec(points: ChartPoint[], opts: ChartOptions = {}): 
       y: {
         field: 'seconds',
         type: 'quantitative',
-        title: 'Time until all Ready (seconds, log scale)',
+        title: opts.yTitle ?? 'Time until all Ready (seconds, log scale)',
         scale: { type: 'log', domain: y.domain, nice: false },
         axis: { values: y.ticks, format: ',~g', grid: true },
       },

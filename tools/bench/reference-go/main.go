@@ -1,10 +1,11 @@
 // reference-go: the Database controller of apps/database-controller written
 // the ordinary way, on controller-runtime, as the benchmark's performance
-// anchor. One binary, three subcommands:
+// anchor. One binary, four subcommands:
 //
 //	reference-go render   < case.json   the pure part of reconcile, as JSON (matches tools/bench/render.ts)
 //	reference-go manager  [flags]       the controller
 //	reference-go floor    [flags]       the same writes with no informers and no logic: the lower bound
+//	reference-go framework [flags]      one controller, a trivial reconcile: the framework-bound benchmark
 package main
 
 import (
@@ -22,19 +23,21 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: reference-go render|manager|floor [flags]")
+		fmt.Fprintln(os.Stderr, "usage: reference-go render|manager|floor|framework [flags]")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "render":
 		err = renderCommand(os.Stdin, os.Stdout)
+	case "framework":
+		err = frameworkCommand(os.Args[2:])
 	case "manager":
 		err = managerCommand(os.Args[2:])
 	case "floor":
 		err = floorCommand(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown subcommand %q: want render, manager or floor", os.Args[1])
+		err = fmt.Errorf("unknown subcommand %q: want render, manager, floor or framework", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "reference-go:", err)
