@@ -28,16 +28,8 @@ complete() {
 # shellcheck source=../lib/cached-build.sh
 source "$here/../lib/cached-build.sh"
 begin_cached_build "$@"
-# GOTOOLCHAIN=auto lets an older Go fetch the toolchain the go.mod files ask for.
-export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
-
-minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
-build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-kube_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  kube_ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  kube_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-done
+# shellcheck source=kube-build-env.sh
+source "$here/kube-build-env.sh"
 
 log() { echo "[control-plane] $*" >&2; }
 

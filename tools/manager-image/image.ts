@@ -3,10 +3,9 @@
 // the first time, then it is cached by the build context's content.
 //
 //   node tools/manager-image/image.ts   build if needed, print the archive
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ensureDebianPackages } from '@regulon/testenv';
+import { ensureDebianPackages, runScript } from '@regulon/testenv';
 
 export interface ManagerImage {
   name: 'manager';
@@ -54,32 +53,9 @@ function built(archive: string): boolean {
   return archive !== '' && existsSync(archive) && existsSync(join(dirname(archive), 'image.json'));
 }
 
-/** Runs build.sh: stdout lines are the result; stderr goes to the log, and its end into the error. */
+/** Runs build.sh (see runScript). */
 function buildScript(args: string[], log: (line: string) => void): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let partial = '';
-    const tail: string[] = [];
-    const line = (l: string) => {
-      if (!l.trim()) return;
-      log(l);
-      tail.push(l);
-      if (tail.length > 30) tail.shift();
-    };
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => {
-      const lines = (partial + d.toString()).split('\n');
-      partial = lines.pop() ?? '';
-      lines.forEach(line);
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      line(partial);
-      if (code === 0) resolve(out.split('\n').filter((l) => l.trim() !== ''));
-      else reject(new Error(`${script} ${args.join(' ')} exited with ${code}:\n${tail.join('\n')}`));
-    });
-  });
+  return runScript(script, args, log);
 }
 
 if (import.meta.main) {

@@ -81,18 +81,37 @@ export async function ensurePrometheus(log: (line: string) => void = () => {}): 
 
 /** Runs one of the repository's cached-build scripts; its last line of output is the bin dir. */
 export async function runBuildScript(path: string[], log: (line: string) => void): Promise<string> {
-  const script = join(repoRoot(), ...path);
-  return new Promise<string>((resolve, reject) => {
-    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return (await runScript(join(repoRoot(), ...path), [], log)).pop() ?? '';
+}
+
+/**
+ * Runs a bash script of the repository's tools: its stdout lines are the
+ * result, its stderr lines go to `log`, and the last of them into the error
+ * when it fails, so a failed build says why without a trip to a log file.
+ */
+export function runScript(script: string, args: string[], log: (line: string) => void): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
+    let partial = '';
+    const tail: string[] = [];
+    const line = (l: string) => {
+      if (!l.trim()) return;
+      log(l);
+      tail.push(l);
+      if (tail.length > 30) tail.shift();
+    };
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => {
-      for (const line of d.toString().split('\n')) if (line.trim()) log(line);
+      const lines = (partial + d.toString()).split('\n');
+      partial = lines.pop() ?? '';
+      lines.forEach(line);
     });
     child.on('error', reject);
-    child.on('exit', (code) => {
-      if (code === 0) resolve(out.trim().split('\n').pop() ?? '');
-      else reject(new Error(`${path.join('/')} exited with ${code}`));
+    child.on('close', (code) => {
+      line(partial);
+      if (code === 0) resolve(out.split('\n').filter((l) => l.trim() !== ''));
+      else reject(new Error(`${script} ${args.join(' ')} exited with ${code}:\n${tail.join('\n')}`));
     });
   });
 }

@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ensureDebianPackages } from './debian.ts';
+import { runScript } from './binaries.ts';
 import { repoRoot } from './paths.ts';
 
 /**
@@ -88,37 +88,9 @@ function built(archive: string): boolean {
   return archive !== '' && existsSync(archive) && existsSync(manifestOf(archive));
 }
 
-/**
- * Runs tools/images/build.sh: its stdout lines are the result, its stderr
- * goes to the log, and the end of it into the error when it fails.
- */
+/** Runs tools/images/build.sh (see runScript). */
 function buildScript(args: string[], log: (line: string) => void): Promise<string[]> {
-  const script = join(repoRoot(), 'tools', 'images', 'build.sh');
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let partial = '';
-    const tail: string[] = [];
-    const line = (l: string) => {
-      if (!l.trim()) return;
-      log(l);
-      tail.push(l);
-      if (tail.length > 20) tail.shift();
-    };
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => {
-      const lines = (partial + d.toString()).split('\n');
-      partial = lines.pop() ?? '';
-      lines.forEach(line);
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      line(partial);
-      if (code === 0) resolve(out.split('\n').filter((l) => l.trim() !== ''));
-      else
-        reject(new Error(`tools/images/build.sh ${args.join(' ')} exited with ${code}:\n${tail.join('\n')}`));
-    });
-  });
+  return runScript(join(repoRoot(), 'tools', 'images', 'build.sh'), args, log);
 }
 
 /** `5:7.0.15-1~deb12u10` → `7.0.15`: what the engine itself calls its version. */

@@ -15,7 +15,13 @@ export {
   type ScaleOptions,
   type ControlPlaneState,
 } from './control-plane.ts';
-export { ensureBinaries, ensurePrometheus, type Binaries, type PrometheusBinaries } from './binaries.ts';
+export {
+  ensureBinaries,
+  ensurePrometheus,
+  runScript,
+  type Binaries,
+  type PrometheusBinaries,
+} from './binaries.ts';
 export { ensureKstatus, kstatus, type KstatusResult } from './kstatus.ts';
 export { repoRoot, defaultClusterDir } from './paths.ts';
 export { eventually } from './wait.ts';

@@ -82,7 +82,11 @@ void test('down after kill -9 of the test process leaves nothing of the node beh
   assert.deepEqual(nodeMounts(before), []);
   assert.equal(existsSync(`/sys/class/net/${NODE_NETWORK.bridge}`), false, 'bridge removed');
   assert.deepEqual(remainingCgroups('regulon-node'), []);
-  assert.deepEqual(containerdRunEntries(), before.containerdRunBefore, 'no shim sockets left in /run/containerd');
+  assert.deepEqual(
+    containerdRunEntries(),
+    before.containerdRunBefore,
+    'no shim sockets left in /run/containerd',
+  );
   for (const [family, save] of [
     ['v4', 'iptables-save'],
     ['v6', 'ip6tables-save'],
