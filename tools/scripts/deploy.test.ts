@@ -91,7 +91,8 @@ function run(cmd: string, args: string[], input?: string): Promise<Result> {
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    // 'close': once stdout and stderr are read to the end ('exit' can come first).
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(input ?? '');
   });
 }

@@ -24,7 +24,7 @@ test('npm start: control plane, CRDs, manager and samples, all Ready', async () 
       let out = '';
       child.stdout.on('data', (d: Buffer) => (out += d.toString()));
       child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-      child.on('exit', (code) => resolve({ code, out }));
+      child.on('close', (code) => resolve({ code, out })); // 'close': output read to the end
     });
   try {
     const started = await run([join(import.meta.dirname, 'start.ts'), '--exit-when-ready']);

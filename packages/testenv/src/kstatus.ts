@@ -35,9 +35,15 @@ export async function kstatus(obj: unknown): Promise<KstatusResult> {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => {
-      if (code !== 0) reject(new Error(`kstatus exited with ${code}: ${err.trim()}`));
-      else resolve(JSON.parse(out) as KstatusResult);
+    // 'close', not 'exit': only then is all of stdout read. Under load 'exit' came first, and
+    // parsing half the output threw inside this handler, where no promise caught it.
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`kstatus exited with ${code}: ${err.trim()}`));
+      try {
+        resolve(JSON.parse(out) as KstatusResult);
+      } catch (e) {
+        reject(new Error(`kstatus printed no JSON (${(e as Error).message}): ${JSON.stringify(out)}`));
+      }
     });
     child.stdin.end(JSON.stringify(obj));
   });
