@@ -173,13 +173,13 @@ test('rolling update (an env var changed): never two leaders acting, reconciles 
   assert.deepEqual(record.notReady, [], 'every sample Ready at every look');
   assert.deepEqual(record.restarts, [], 'no container restarted');
   assert.ok(record.changes >= 3, `the Database changed during the roll (${record.changes} times)`);
-  // Every Lease holder seen reported leading on its own /metrics, and the last is a new Pod.
+  // Every Lease holder seen reported leading on its own /metrics. (The last leader is a new Pod:
+  // asserted above of after.leader; the sampler may stop before it sees the final handover.)
   for (const h of record.holders)
     assert.ok(
       record.leaders.some((pod) => h.holder === pod || h.holder.startsWith(`${pod}_`)),
       `${h.holder} reported leading`,
     );
-  assert.equal(record.leaders.at(-1), after.leader.metadata.name);
 
   const converged = await eventually(
     'the Database changed during the roll converged',
