@@ -53,6 +53,17 @@ describe('real node', () => {
   const pod = async (name: string) => JSON.parse(await kubectl(['get', 'pod', name, '-o', 'json'])) as Pod;
   const ready = (p: Pod) =>
     p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+  /** Waits until a Pod that runs to completion has Succeeded or Failed, and returns it. */
+  const finished = (name: string) =>
+    eventually(
+      `${name} finished`,
+      async () => {
+        const p = await pod(name);
+        return (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') && p;
+      },
+      120_000,
+      500,
+    );
 
   before(async () => {
     env = await start({ realNodes: 1 });
@@ -169,15 +180,7 @@ describe('real node', () => {
         ],
       },
     });
-    const done = await eventually(
-      'client finished',
-      async () => {
-        const p = await pod('redis-client');
-        return (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') && p;
-      },
-      120_000,
-      500,
-    );
+    const done = await finished('redis-client');
     const logs = await kubectl(['logs', 'redis-client']);
     assert.equal(done.status?.phase, 'Succeeded', logs);
     const [resolved, ...pongs] = logs.trim().split('\n');
@@ -210,12 +213,7 @@ describe('real node', () => {
         ],
       },
     });
-    await eventually(
-      'client finished',
-      async () => ['Succeeded', 'Failed'].includes((await pod('outside')).status?.phase ?? ''),
-      120_000,
-      500,
-    );
+    await finished('outside');
     const logs = await kubectl(['logs', 'outside']);
     assert.match(logs, /^NXDOMAIN$/m);
     assert.match(logs, /"gitVersion": "v1\.\d+\.\d+"/, logs);
@@ -319,16 +317,6 @@ describe('real node', () => {
         ],
       },
     });
-    const finished = (name: string) =>
-      eventually(
-        `${name} finished`,
-        async () => {
-          const p = await pod(name);
-          return (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') && p;
-        },
-        120_000,
-        500,
-      );
     const token = `written-${Date.now()}`;
     await apply(podWith('writer', `echo ${token} > /data/token`));
     assert.equal((await finished('writer')).status?.phase, 'Succeeded');
