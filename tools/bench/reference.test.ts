@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { before, describe, it } from 'node:test';
+import type { V1StatefulSet, V1StatefulSetStatus } from '@kubernetes/client-node';
+import type { Condition } from '@regulon/runtime';
 import { render, type RenderCase } from './render.ts';
 import { referenceBinary } from './reference.ts';
 
@@ -24,37 +26,33 @@ function database(name: string, spec: Record<string, unknown>, extra: Record<str
   };
 }
 
-/** A StatefulSet as the API server reports it, owned by `db`. */
+/**
+ * A StatefulSet as the API server reports it after the controller applied it
+ * for `db`: its spec is render.ts's apply body, so a settled status means the
+ * desired template has rolled out. `image` stands for a template applied for
+ * another version, `size` for the claim size the StatefulSet was created with.
+ */
 function statefulSet(
   db: ReturnType<typeof database>,
-  status: Record<string, unknown>,
+  status: V1StatefulSetStatus,
   opts: { image?: string; size?: string; generation?: number } = {},
-) {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'StatefulSet',
-    metadata: { name: db.metadata.name, namespace: db.metadata.namespace, generation: opts.generation ?? 1 },
-    spec: {
-      replicas: db.spec['replicas'],
-      template: {
-        spec: {
-          containers: [
-            {
-              name: db.spec['engine'],
-              image: opts.image ?? `${String(db.spec['engine'])}:${String(db.spec['version'])}`,
-            },
-          ],
-        },
-      },
-      volumeClaimTemplates: [
-        { metadata: { name: 'data' }, spec: { resources: { requests: { storage: opts.size ?? '1Gi' } } } },
-      ],
-    },
-    status,
-  };
+): V1StatefulSet {
+  const applied = render({
+    database: db,
+    password: 'unused',
+    now: NOW,
+  } as unknown as RenderCase).children.find((c) => c.kind === 'StatefulSet')?.apply as
+    V1StatefulSet | undefined;
+  const container = applied?.spec?.template.spec?.containers[0];
+  const claim = applied?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests;
+  if (!applied || !container || !claim)
+    throw new Error(`render.ts gave no StatefulSet for ${db.metadata.name}`);
+  if (opts.image) container.image = opts.image;
+  if (opts.size) claim['storage'] = opts.size;
+  return { ...applied, metadata: { ...applied.metadata, generation: opts.generation ?? 1 }, status };
 }
 
-const rolledOut = (n: number, generation = 1) => ({
+const rolledOut = (n: number, generation = 1): V1StatefulSetStatus => ({
   observedGeneration: generation,
   replicas: n,
   readyReplicas: n,
@@ -96,6 +94,9 @@ const dbReady = database('inventory', {
   replicas: 3,
   backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 3 },
   credentials: { secretName: 'inventory-admin' },
+  // Not as the API server spells them (2, 1Gi, 500m): Go reads the live StatefulSet typed, so it
+  // sees those spellings, and both sides must still find the desired template rolled out.
+  resources: { limits: { cpu: 2, memory: '1024Mi', 'ephemeral-storage': 0.5 } },
   parameters: { sql_mode: `'STRICT_ALL_TABLES'`, 'max-connections': '300', innodb_buffer_pool_size: '1G' },
 });
 const dbUpgrade = database(
@@ -106,7 +107,22 @@ const dbUpgrade = database(
   },
 );
 
-const CASES: Array<{ name: string; input: unknown }> = [
+const dbScaling = database('scaled', {
+  replicas: 3,
+  storage: { size: 21474836480 },
+  resources: { requests: { cpu: 1.5, memory: 1073741824 } },
+  backup: { enabled: true, schedule: '@daily', historyLimit: 1 },
+});
+const dbBackups = database('reports', { parameters: { work_mem: '64MB', a_1: 'x', a1: 'y', A: 'z' } });
+const dbTuned = database('tuned', { parameters: { max_connections: '200' } });
+
+/** What a case's name promises of the status: its phase and the Progressing reason. */
+interface Expected {
+  phase: string;
+  progressing: string;
+}
+
+const CASES: Array<{ name: string; input: unknown; expect?: Expected }> = [
   {
     name: 'postgres, 1 replica, backups by default, nothing observed yet',
     input: { database: database('app', {}), password: 'c2VjcmV0LXBhc3N3b3Jk_-x', now: NOW },
@@ -165,9 +181,10 @@ const CASES: Array<{ name: string; input: unknown }> = [
       ],
       now: NOW,
     },
+    expect: { phase: 'Provisioning', progressing: 'RollingOut' },
   },
   {
-    name: 'mysql, 3 replicas, referenced credentials, rolled out: Ready, transition times kept where unchanged',
+    name: 'mysql, 3 replicas, referenced credentials, resources, rolled out: Ready, transition times kept where unchanged',
     input: {
       database: {
         ...dbReady,
@@ -187,6 +204,7 @@ const CASES: Array<{ name: string; input: unknown }> = [
       statefulSet: statefulSet(dbReady, rolledOut(3)),
       now: NOW,
     },
+    expect: { phase: 'Ready', progressing: 'Stable' },
   },
   {
     name: 'postgres rolled out on the previous version: Upgrading, Updating',
@@ -203,31 +221,28 @@ const CASES: Array<{ name: string; input: unknown }> = [
       statefulSet: statefulSet(dbUpgrade, rolledOut(1, 4), { image: 'postgres:16.6', generation: 4 }),
       now: NOW,
     },
+    expect: { phase: 'Updating', progressing: 'Upgrading' },
   },
   {
     name: 'scaling from 1 to 3, storage grown past the created claim, quantities as numbers',
     input: {
-      database: database('scaled', {
-        replicas: 3,
-        storage: { size: 21474836480 },
-        resources: { requests: { cpu: 1.5, memory: 1073741824 } },
-        backup: { enabled: true, schedule: '@daily', historyLimit: 1 },
-      }),
+      database: dbScaling,
       password: 'y',
-      statefulSet: statefulSet(database('scaled', { replicas: 3 }), rolledOut(1), { size: '5Gi' }),
+      statefulSet: statefulSet(dbScaling, rolledOut(1), { size: '5Gi' }),
       backupJobs: [
         job('scaled-backup-a', { succeeded: 1, completionTime: '2025-03-03T03:00:05.750Z' }),
         job('scaled-backup-b', { succeeded: 1, completionTime: '2025-03-01T03:00:00Z' }),
       ],
       now: NOW,
     },
+    expect: { phase: 'Provisioning', progressing: 'Scaling' },
   },
   {
     name: 'a failed backup after a successful one, and a lastBackup carried from the successful one',
     input: {
-      database: database('reports', { parameters: { work_mem: '64MB', a_1: 'x', a1: 'y', A: 'z' } }),
+      database: dbBackups,
       password: 'z',
-      statefulSet: statefulSet(database('reports', {}), { ...rolledOut(1), readyReplicas: 0 }),
+      statefulSet: statefulSet(dbBackups, { ...rolledOut(1), readyReplicas: 0 }),
       backupJobs: [
         job('reports-backup-old', { succeeded: 1, completionTime: '2025-03-01T03:00:00Z' }),
         job('reports-backup-new', {
@@ -264,6 +279,29 @@ const CASES: Array<{ name: string; input: unknown }> = [
     },
   },
   {
+    name: 'settled StatefulSet whose template differs from the desired one (a changed parameter, same image): not Ready, RollingOut',
+    input: {
+      database: {
+        ...dbTuned,
+        status: {
+          observedGeneration: 1,
+          currentVersion: '16.8',
+          phase: 'Ready',
+          conditions: [
+            condition('Degraded', 'False', 'AsExpected'),
+            condition('Ready', 'True', 'AllReplicasReady'),
+            condition('Progressing', 'False', 'Stable'),
+          ],
+        },
+      },
+      password: 't',
+      // Settled on the configuration max_connections = 100 gave: the config-hash annotation differs.
+      statefulSet: statefulSet(database('tuned', { parameters: { max_connections: '100' } }), rolledOut(1)),
+      now: NOW,
+    },
+    expect: { phase: 'Updating', progressing: 'RollingOut' },
+  },
+  {
     name: 'a backup section without schedule or history limit',
     input: {
       database: database('sparse', { backup: { enabled: true } }),
@@ -272,6 +310,12 @@ const CASES: Array<{ name: string; input: unknown }> = [
     },
   },
 ];
+
+/** The phase and the Progressing reason of a rendered status. */
+function promised(out: unknown): Expected {
+  const { phase, conditions } = (out as { status: { phase: string; conditions: Condition[] } }).status;
+  return { phase, progressing: conditions.find((c) => c.type === 'Progressing')?.reason ?? 'none' };
+}
 
 /** Renders every case with one `reference-go render` run (the input is an array). */
 async function renderGo(binary: string, inputs: unknown[]): Promise<unknown[]> {
@@ -330,6 +374,7 @@ describe('reference-go render matches render.ts', () => {
       const go = outputs[i];
       const diff = differences(go, ts);
       assert.deepStrictEqual(go, ts, `reference-go differs from render.ts:\n  ${diff.join('\n  ')}`);
+      if (c.expect) assert.deepStrictEqual(promised(ts), c.expect);
     });
   }
 

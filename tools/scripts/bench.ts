@@ -2,7 +2,7 @@
 // table. Benchmarks measure; they assert nothing (targets are in the issue notes).
 import { runQueueBenchmarks } from '../../packages/queue/src/queue.bench.ts';
 import { runCacheBenchmarks } from '../../packages/cache/src/cache.bench.ts';
-import { runConvergedBenchmarks } from '../../packages/runtime/src/converged.bench.ts';
+import { runConvergedBenchmarks } from '../../packages/runtime/src/apply/converged.bench.ts';
 
 const rows = [...(await runQueueBenchmarks()), ...(await runCacheBenchmarks()), ...runConvergedBenchmarks()];
 console.table(rows.map((r) => ({ benchmark: r.benchmark, value: r.value, unit: r.unit })));

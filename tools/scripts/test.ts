@@ -1,5 +1,6 @@
 // `npm test`: every check CI runs, in order, failing fast.
-//   1. formatting, generated-file drift, lint, typecheck, build (no cluster needed)
+//   1. formatting, README code blocks, generated-file drift, lint, typecheck, build
+//      (no cluster needed)
 //   2. the real parts the tests run against, built from the Go module proxy on
 //      a machine's first run and reused from the versioned cache after that:
 //      the control plane, Prometheus with promtool (alerts, dashboard), the
@@ -21,6 +22,11 @@ mkdirSync(results, { recursive: true });
 const nx = ['nx', 'run-many', '--outputStyle=stream'];
 await steps([
   ['format', 'prettier', ['--check', '.']],
+  [
+    'README code blocks type-check',
+    process.execPath,
+    [join(root, 'tools', 'scripts', 'check-readme-code.ts')],
+  ],
   ['generated files', process.execPath, [join(root, 'tools', 'scripts', 'generate.ts'), '--check']],
   ['lint, typecheck, build', 'npx', [...nx, '-t', 'lint', 'typecheck', 'build']],
   [

@@ -15,6 +15,7 @@ import {
   KubeClient,
   Kinds,
   isNotFound,
+  retyped,
   type KubeObject,
   type ResourceType,
 } from '@regulon/client';
@@ -79,7 +80,7 @@ describe('Cache controller', () => {
   const patch = (name: string, spec: Record<string, unknown>) =>
     caches().patch(name, { spec }, { type: 'merge', namespace: ns });
   const read = <T extends KubeObject>(type: ResourceType, name: string) =>
-    client.resource<T>(type).get(name, { namespace: ns });
+    client.resource(retyped<T>(type)).get(name, { namespace: ns });
   const gone = (type: ResourceType, name: string) => read(type, name).then(() => false, isNotFound);
   const ready = (name: string, extra: (c: CacheObject) => boolean = () => true) =>
     eventually(`${name} Ready`, async () => {

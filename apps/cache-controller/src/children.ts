@@ -2,7 +2,7 @@ import {
   contentHash,
   restrictedContainerSecurityContext,
   restrictedPodSecurityContext,
-} from '@regulon/runtime';
+} from '@regulon/conventions';
 import type {
   V1ConfigMap,
   V1Container,
@@ -15,6 +15,7 @@ import type {
   V1StatefulSet,
   V1Volume,
 } from '@kubernetes/client-node';
+import type { KubeObject } from '@regulon/client';
 import type { CacheObject } from './api.ts';
 import { CONFIG_DIR, CONFIG_FILE, DATA_DIR, renderConfig, RUN_DIR } from './config.ts';
 import { authEnabled, authSecretName, childNames, labels, persistent, selector } from './names.ts';
@@ -39,13 +40,20 @@ function memory(cache: CacheObject): string {
 
 export function desiredConfigMap(cache: CacheObject): V1ConfigMap {
   const { file, content } = renderConfig(cache);
-  return { metadata: { name: childNames(cache).config, labels: labels(cache) }, data: { [file]: content } };
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: childNames(cache).config, labels: labels(cache) },
+    data: { [file]: content },
+  };
 }
 
 export function desiredServices(cache: CacheObject): { client: V1Service; headless: V1Service } {
   const n = childNames(cache);
   const port = ENGINE_DEFAULTS[cache.spec.engine].port;
   const svc = (name: string, extra: Partial<NonNullable<V1Service['spec']>> = {}): V1Service => ({
+    apiVersion: 'v1',
+    kind: 'Service',
     metadata: { name, labels: labels(cache) },
     spec: {
       selector: selector(cache),
@@ -64,6 +72,8 @@ export function desiredServices(cache: CacheObject): { client: V1Service; headle
 export function desiredDisruptionBudget(cache: CacheObject): V1PodDisruptionBudget | undefined {
   if (cache.spec.replicas <= 1) return undefined;
   return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
     metadata: { name: childNames(cache).disruptionBudget, labels: labels(cache) },
     spec: { maxUnavailable: 1, selector: { matchLabels: selector(cache) } },
   };
@@ -172,6 +182,8 @@ function podTemplate(cache: CacheObject, imageRef: string | undefined): V1PodTem
 /** `imageRef`: the catalog's image for spec.version (default: the official one). */
 export function desiredDeployment(cache: CacheObject, imageRef?: string): V1Deployment {
   return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
     metadata: { name: childNames(cache).workload, labels: labels(cache) },
     spec: {
       replicas: cache.spec.replicas,
@@ -189,6 +201,8 @@ export function desiredStatefulSet(cache: CacheObject, imageRef?: string): V1Sta
   const n = childNames(cache);
   const p = cache.spec.persistence;
   return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
     metadata: { name: n.workload, labels: labels(cache) },
     spec: {
       serviceName: n.headlessService,
@@ -214,6 +228,32 @@ export function desiredStatefulSet(cache: CacheObject, imageRef?: string): V1Sta
       ],
     },
   };
+}
+
+/**
+ * The workload of this Cache: a StatefulSet for a persistent redis (volumes
+ * per Pod), a Deployment otherwise. spec.persistence can't change (CEL), so
+ * the kind is fixed for the life of the Cache.
+ */
+export function desiredWorkload(cache: CacheObject, imageRef: string): V1Deployment | V1StatefulSet {
+  return persistent(cache) ? desiredStatefulSet(cache, imageRef) : desiredDeployment(cache, imageRef);
+}
+
+/**
+ * Every child the spec asks for besides the Secrets (those are created once,
+ * never applied): what the reconcile applies. `imageRef`: the catalog's
+ * image for spec.version.
+ */
+export function desiredChildren(cache: CacheObject, imageRef: string): KubeObject[] {
+  const services = desiredServices(cache);
+  const pdb = desiredDisruptionBudget(cache);
+  return [
+    desiredConfigMap(cache),
+    services.client,
+    services.headless,
+    desiredWorkload(cache, imageRef),
+    ...(pdb ? [pdb] : []),
+  ];
 }
 
 function endpoint(cache: CacheObject): { host: string; port: number } {

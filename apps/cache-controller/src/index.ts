@@ -1,8 +1,11 @@
 import { Kinds, type KubeObject } from '@regulon/client';
 import type { ImageCatalog } from '@regulon/image-catalog';
-import type { Manager } from '@regulon/runtime';
-import { Cache, type CacheObject } from './api.ts';
-import { CacheReconciler } from './reconciler.ts';
+import type { CacheReader, Manager, Request } from '@regulon/runtime';
+import { Cache } from './api.ts';
+import { MAX_NAME_LENGTH } from './names.ts';
+import { FIELD_MANAGER, reconcileCache, SECRETS } from './reconciler.ts';
+import { computeStatus, observedFrom } from './status.ts';
+import { OFFICIAL_IMAGES } from './versions.ts';
 
 export {
   Cache,
@@ -15,7 +18,7 @@ export {
   PERSISTENCE_ON_MESSAGE,
   type CacheObject,
 } from './api.ts';
-export { CacheReconciler, FIELD_MANAGER } from './reconciler.ts';
+export { FIELD_MANAGER, reconcileCache } from './reconciler.ts';
 export { DEFAULT_EVICTION_POLICY, ENGINE_VERSIONS, EVICTION_POLICIES, OFFICIAL_IMAGES } from './versions.ts';
 export { MAX_NAME_LENGTH, childNames } from './names.ts';
 export { CACHE_RBAC } from './rbac.ts';
@@ -28,32 +31,41 @@ export interface CacheControllerOptions {
   imageCatalog?: ImageCatalog | undefined;
 }
 
+/** The index of Caches by the Secret they name in spec.auth.secretName (`<namespace>/<name>`). */
+const AUTH_SECRET_INDEX = 'spec.auth.secretName';
+
 /** Registers the Cache controller with a manager. */
 export function setupCacheController(mgr: Manager, options: CacheControllerOptions = {}): void {
-  const reconciler = new CacheReconciler(mgr, mgr.eventRecorder(CONTROLLER_NAME), options.imageCatalog);
+  const catalog = options.imageCatalog ?? OFFICIAL_IMAGES;
   mgr
     .controller(CONTROLLER_NAME)
-    .for(Cache.type)
-    // Whole objects: their status is what Ready is computed from.
+    .for(Cache, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'Pod labels, the headless Service' } })
+    // Whole objects: their status is what Ready is computed from, and a child that matches costs no apply.
     .owns(Kinds.Deployment)
     .owns(Kinds.StatefulSet)
     .owns(Kinds.Service)
     .owns(Kinds.ConfigMap)
     .owns(Kinds.PodDisruptionBudget)
-    // Secrets only as metadata: the controller never holds a password in memory.
-    .owns(Kinds.Secret, { metadataOnly: true })
-    .watches(Kinds.Secret, (s) => referencingCaches(mgr, s), { metadataOnly: true })
-    .withOptions({ maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1 })
-    .complete(reconciler);
+    .owns(SECRETS)
+    // A referenced Secret that appears (or goes) wakes the Caches that wait for it.
+    .index(Cache, AUTH_SECRET_INDEX, (c) =>
+      c.spec.auth?.secretName ? [`${c.metadata.namespace}/${c.spec.auth.secretName}`] : [],
+    )
+    .watches(SECRETS, referencingCaches)
+    .withOptions({
+      fieldManager: FIELD_MANAGER,
+      maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1,
+    })
+    .withStatus((cache, problem, ctx) => computeStatus(cache, observedFrom(cache, ctx, catalog), problem))
+    .reconcile(reconcileCache(catalog));
 }
 
 /** Caches that name this Secret in spec.auth.secretName: they wait for it to appear. */
-function referencingCaches(mgr: Manager, secret: KubeObject) {
+function referencingCaches(secret: KubeObject, cache: CacheReader): Request[] {
   const ns = secret.metadata?.namespace;
-  if (!ns) return [];
-  return mgr
-    .informerFor<CacheObject>(Cache.type)
-    .list(ns)
-    .filter((c) => c.spec.auth?.secretName === secret.metadata?.name)
+  const name = secret.metadata?.name;
+  if (!ns || !name) return [];
+  return cache
+    .list(Cache, { namespace: ns, index: { name: AUTH_SECRET_INDEX, value: `${ns}/${name}` } })
     .map((c) => ({ namespace: ns, name: c.metadata.name! }));
 }

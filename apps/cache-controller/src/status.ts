@@ -1,16 +1,19 @@
 import type { V1Deployment, V1StatefulSet } from '@kubernetes/client-node';
+import { Kinds } from '@regulon/client';
 import {
-  contentHash,
-  derivePhase,
+  isControlledBy,
   setCondition,
   setProblemConditions,
   type Condition,
+  type Context,
+  type Owner,
   type Problem,
 } from '@regulon/runtime';
+import { derivePhase, rolledOut } from '@regulon/conventions';
+import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheObject } from './api.ts';
-import { CONFIG_HASH_ANNOTATION, image } from './children.ts';
-import { renderConfig } from './config.ts';
-import { childNames, persistent, selector } from './names.ts';
+import { desiredWorkload, image } from './children.ts';
+import { bindingSecretName, childNames, persistent, selector } from './names.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 
 export type CacheStatus = NonNullable<CacheObject['status']>;
@@ -20,55 +23,54 @@ export type Workload = V1Deployment | V1StatefulSet;
 export interface Observed {
   /** The Deployment or StatefulSet this Cache controls, as the cache last saw it. */
   workload: Workload | undefined;
-  problem: Problem | undefined;
-  bindingSecret: string;
-  /** The image the catalog gives spec.version (default: the official one); undefined when it has none. */
-  image?: string | undefined;
+  /** The workload this Cache wants now; undefined when the image catalog has no image for spec.version. */
+  desired: Workload | undefined;
 }
 
-/**
- * The workload runs the template this Cache wants (image, config hash,
- * replicas) and its controller has rolled it out: every replica updated and
- * ready, no old Pod left. The template check matters: right after an apply
- * the cache may still hold the previous object, rolled out and "done".
- */
-export function rolledOut(
-  cache: CacheObject,
-  w: Workload | undefined,
-  wanted: string | undefined = image(cache),
-): boolean {
-  const s = w?.status;
-  if (!w || !s) return false;
-  const want = cache.spec.replicas;
-  const template = w.spec?.template;
-  const templateCurrent =
-    w.spec?.replicas === want &&
-    wanted !== undefined &&
-    template?.spec?.containers?.[0]?.image === wanted &&
-    template.metadata?.annotations?.[CONFIG_HASH_ANNOTATION] === contentHash(renderConfig(cache).content);
-  // A StatefulSet also says when the roll is over: its current revision catches up with the update revision.
-  const revisionsCurrent =
-    !persistent(cache) ||
-    (w as V1StatefulSet).status?.currentRevision === (w as V1StatefulSet).status?.updateRevision;
-  return (
-    templateCurrent &&
-    revisionsCurrent &&
-    (s.observedGeneration ?? 0) >= (w.metadata?.generation ?? 0) &&
-    (s.updatedReplicas ?? 0) === want &&
-    (s.readyReplicas ?? 0) === want &&
-    s.replicas === want
-  );
+/** The Cache's workload as the cache holds it, whoever controls it. */
+export function liveWorkload(cache: CacheObject, ctx: Pick<Context, 'get'>): Workload | undefined {
+  const name = childNames(cache).workload;
+  return persistent(cache) ? ctx.get(Kinds.StatefulSet, name) : ctx.get(Kinds.Deployment, name);
+}
+
+/** The Cache's workload, if the Cache controls it: a same-named object someone else created says nothing about it. */
+export function controlledWorkload(
+  cache: CacheObject & Owner,
+  ctx: Pick<Context, 'get'>,
+): Workload | undefined {
+  const live = liveWorkload(cache, ctx);
+  return live && isControlledBy(live, cache) ? live : undefined;
+}
+
+/** What the status is computed from: the controlled workload, and the one `catalog` says it should be. */
+export function observedFrom(
+  cache: CacheObject & Owner,
+  ctx: Pick<Context, 'get'>,
+  catalog: ImageCatalog,
+): Observed {
+  const imageRef = image(cache, catalog);
+  return {
+    workload: controlledWorkload(cache, ctx),
+    desired: imageRef ? desiredWorkload(cache, imageRef) : undefined,
+  };
 }
 
 /** Everything the status says, computed from what was observed; written only when it changed. */
-export function computeStatus(cache: CacheObject, o: Observed, now: Date = new Date()): CacheStatus {
+export function computeStatus(
+  cache: CacheObject,
+  o: Observed,
+  problem: Problem | undefined,
+  now: Date = new Date(),
+): CacheStatus {
   const gen = cache.metadata.generation ?? 0;
   const prev = cache.status ?? {};
   const w = o.workload;
   const kind = persistent(cache) ? 'StatefulSet' : 'Deployment';
   const want = cache.spec.replicas;
   const ready = w?.status?.readyReplicas ?? 0;
-  const done = rolledOut(cache, w, 'image' in o ? o.image : image(cache));
+  // The live template is compared with the desired one (image, config hash), not only the workload's
+  // own status: right after an apply the cache may still hold the previous object, rolled out and "done".
+  const done = o.desired !== undefined && rolledOut(w, o.desired);
   // currentVersion moves only once every Pod runs the new version.
   const currentVersion = done ? cache.spec.version : prev.currentVersion;
   let c: Condition[] = prev.conditions ?? [];
@@ -77,8 +79,8 @@ export function computeStatus(cache: CacheObject, o: Observed, now: Date = new D
   };
 
   // Degraded and Stalled; a problem is also what Ready names (`kubectl wait` and kstatus read Ready).
-  c = setProblemConditions(c, o.problem, { observedGeneration: gen, now });
-  if (!o.problem) {
+  c = setProblemConditions(c, problem, { observedGeneration: gen, now });
+  if (!problem) {
     if (!w) set('Ready', 'Unknown', 'WorkloadMissing', `The ${kind} does not exist yet`);
     else if (done)
       set(
@@ -92,8 +94,8 @@ export function computeStatus(cache: CacheObject, o: Observed, now: Date = new D
 
   const running = w?.status?.replicas ?? 0;
   // Nothing rolls out while a problem blocks the reconcile: saying "Creating" would claim what isn't happening.
-  if (o.problem && o.problem.stalled !== false)
-    set('Progressing', 'False', o.problem.reason, `Blocked: ${o.problem.message}`);
+  if (problem && problem.stalled !== false)
+    set('Progressing', 'False', problem.reason, `Blocked: ${problem.message}`);
   else if (!w) set('Progressing', 'Unknown', 'Creating', `Creating the ${kind}`);
   else if (done) set('Progressing', 'False', 'Stable', 'Nothing to roll out');
   else if (currentVersion && currentVersion !== cache.spec.version)
@@ -112,7 +114,7 @@ export function computeStatus(cache: CacheObject, o: Observed, now: Date = new D
       .map(([k, v]) => `${k}=${v}`)
       .join(','),
     ...(currentVersion ? { currentVersion } : {}),
-    binding: { name: o.bindingSecret },
+    binding: { name: bindingSecretName(cache) },
     endpoint: `${childNames(cache).clientService}.${cache.metadata.namespace}.svc:${ENGINE_DEFAULTS[cache.spec.engine].port}`,
   };
 }

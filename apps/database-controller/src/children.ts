@@ -3,7 +3,7 @@ import {
   contentHash,
   restrictedContainerSecurityContext,
   restrictedPodSecurityContext,
-} from '@regulon/runtime';
+} from '@regulon/conventions';
 import type {
   V1ConfigMap,
   V1CronJob,
@@ -55,11 +55,18 @@ function engineImage(db: DatabaseObject, given: string | undefined): string {
 
 export function desiredConfigMap(db: DatabaseObject): V1ConfigMap {
   const { file, content } = renderConfig(db);
-  return { metadata: { name: childNames(db).config, labels: labels(db) }, data: { [file]: content } };
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: childNames(db).config, labels: labels(db) },
+    data: { [file]: content },
+  };
 }
 
 export function desiredServiceAccount(db: DatabaseObject): V1ServiceAccount {
   return {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
     metadata: { name: childNames(db).serviceAccount, labels: labels(db) },
     automountServiceAccountToken: false,
   };
@@ -77,6 +84,8 @@ export function desiredServices(db: DatabaseObject): {
     sel: Record<string, string>,
     extra: Partial<NonNullable<V1Service['spec']>> = {},
   ): V1Service => ({
+    apiVersion: 'v1',
+    kind: 'Service',
     metadata: { name, labels: labels(db) },
     spec: {
       selector: sel,
@@ -96,6 +105,8 @@ export function desiredServices(db: DatabaseObject): {
 export function desiredDisruptionBudget(db: DatabaseObject): V1PodDisruptionBudget | undefined {
   if (db.spec.replicas <= 1) return undefined;
   return {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
     metadata: { name: childNames(db).disruptionBudget, labels: labels(db) },
     spec: { maxUnavailable: 1, selector: { matchLabels: selector(db) } },
   };
@@ -141,6 +152,8 @@ export function desiredStatefulSet(
       ? { exec: { command: ['pg_isready', '-U', 'postgres', '-h', '127.0.0.1'] } }
       : { exec: { command: ['mysqladmin', 'ping', '-h', '127.0.0.1'] } };
   return {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
     metadata: { name: n.statefulSet, labels: labels(db) },
     spec: {
       serviceName: n.headlessService,
@@ -239,6 +252,8 @@ export function desiredBackupCronJob(
           `mysqldump -h ${host} -u "$USER" --all-databases > /backup/dump-$(date +%Y%m%d%H%M%S).sql`,
         ];
   return {
+    apiVersion: 'batch/v1',
+    kind: 'CronJob',
     metadata: { name: n.backup, labels: labels(db) },
     spec: {
       schedule: backup.schedule,

@@ -12,7 +12,14 @@ import type {
   V1ServiceAccount,
   V1StatefulSet,
 } from '@kubernetes/client-node';
-import { InvalidError, KubeClient, Kinds, isNotFound, type KubeObject } from '@regulon/client';
+import {
+  InvalidError,
+  KubeClient,
+  Kinds,
+  isNotFound,
+  type KubeObject,
+  type ResourceType,
+} from '@regulon/client';
 import { Manager, createLogger, type Condition } from '@regulon/runtime';
 import { eventually, kstatus, start, type TestEnv } from '@regulon/testenv';
 import { Registry } from 'prom-client';
@@ -202,7 +209,7 @@ describe('Database controller', () => {
     await client.resource(Kinds.Service).get('orders-ro', { namespace: ns });
     await patch('orders', { replicas: 1 });
     await eventually('PDB and read-only Service removed at 1 replica', async () => {
-      const gone = async (type: typeof Kinds.Service, name: string) =>
+      const gone = async (type: ResourceType, name: string) =>
         client
           .resource(type)
           .get(name, { namespace: ns })
@@ -690,7 +697,7 @@ describe('Database controller', () => {
   test('delete: children are garbage-collected and the PVCs stay', async () => {
     await dbs().delete('orders', { namespace: ns });
     await eventually('children gone', async () => {
-      const gone = async (type: typeof Kinds.Service, name: string) =>
+      const gone = async (type: ResourceType, name: string) =>
         client
           .resource(type)
           .get(name, { namespace: ns })

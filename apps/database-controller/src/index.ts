@@ -1,18 +1,24 @@
 import { Kinds, type KubeObject } from '@regulon/client';
+import { MANAGED_BY } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
-import type { Manager } from '@regulon/runtime';
-import { Database, type DatabaseObject } from './api.ts';
-import { DatabaseReconciler } from './reconciler.ts';
+import type { CacheReader, Manager } from '@regulon/runtime';
+import { Database } from './api.ts';
+import { MAX_NAME_LENGTH } from './names.ts';
+import { FIELD_MANAGER, PodMetadata, reconcileDatabase, SecretMetadata } from './reconciler.ts';
+import { computeStatus, observedFrom } from './status.ts';
+import { OFFICIAL_IMAGES } from './versions.ts';
 
 export { Database, DatabaseSpec, DatabaseStatus, GROUP, type DatabaseObject } from './api.ts';
-export { DatabaseReconciler, FIELD_MANAGER } from './reconciler.ts';
+export { FIELD_MANAGER, reconcileDatabase } from './reconciler.ts';
 export { createdClaimSize, desiredChildren, generatedCredentials, type DesiredChild } from './children.ts';
-export { computeStatus, type Observed } from './status.ts';
+export { computeStatus, observedFrom, type Observed } from './status.ts';
 export { ENGINE_VERSIONS, OFFICIAL_IMAGES, RESERVED_PARAMETERS } from './versions.ts';
 export { MAX_NAME_LENGTH, childNames } from './names.ts';
 export { DATABASE_RBAC } from './rbac.ts';
 
 export const CONTROLLER_NAME = 'database';
+/** Databases filed under the Secret their spec.credentials.secretName names. */
+const BY_CREDENTIALS = 'database.spec.credentials.secretName';
 
 export interface DatabaseControllerOptions {
   maxConcurrentReconciles?: number;
@@ -22,18 +28,11 @@ export interface DatabaseControllerOptions {
 
 /** Registers the Database controller with a manager. */
 export function setupDatabaseController(mgr: Manager, options: DatabaseControllerOptions = {}): void {
-  const reconciler = new DatabaseReconciler(mgr, mgr.eventRecorder(CONTROLLER_NAME), options.imageCatalog);
-  const byInstance = (obj: KubeObject) => {
-    const instance = obj.metadata?.labels?.['app.kubernetes.io/instance'];
-    const managed = obj.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'regulon';
-    return instance && managed && obj.metadata?.namespace
-      ? [{ namespace: obj.metadata.namespace, name: instance }]
-      : [];
-  };
+  const catalog = options.imageCatalog ?? OFFICIAL_IMAGES;
   mgr
     .controller(CONTROLLER_NAME)
-    .for(Database.type)
-    // Children in full (not metadata only): applyChild compares them with the
+    .for(Database, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'StatefulSet Pods, backup Jobs' } })
+    // Children in full (not metadata only): apply compares them with the
     // desired state and sends nothing when they already match.
     .owns(Kinds.StatefulSet)
     .owns(Kinds.Service)
@@ -41,22 +40,36 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
     .owns(Kinds.ServiceAccount)
     .owns(Kinds.PodDisruptionBudget)
     .owns(Kinds.CronJob)
-    // Secrets only as metadata: the controller never holds credentials in memory.
-    .owns(Kinds.Secret, { metadataOnly: true })
-    .watches(Kinds.Secret, (s) => referencingDatabases(mgr, s), { metadataOnly: true })
-    .watches(Kinds.Pod, byInstance, { metadataOnly: true })
+    .owns(SecretMetadata)
+    // A referenced Secret that appears heals the Databases waiting for it.
+    .watches(SecretMetadata, referencingDatabases)
+    .index(Database, BY_CREDENTIALS, (db) =>
+      db.spec.credentials?.secretName ? [db.spec.credentials.secretName] : [],
+    )
+    .watches(PodMetadata, byInstance)
     .watches(Kinds.Job, byInstance)
-    .withOptions({ maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1 })
-    .complete(reconciler);
+    .withOptions({
+      fieldManager: FIELD_MANAGER,
+      maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1,
+    })
+    .withStatus((db, problem, ctx) => computeStatus(db, { ...observedFrom(db, ctx, catalog), problem }))
+    .reconcile(reconcileDatabase(catalog));
+}
+
+/** Pods and backup Jobs wake the Database they are labelled with. */
+function byInstance(obj: KubeObject) {
+  const instance = obj.metadata?.labels?.['app.kubernetes.io/instance'];
+  const managed = obj.metadata?.labels?.['app.kubernetes.io/managed-by'] === MANAGED_BY;
+  return instance && managed && obj.metadata?.namespace
+    ? [{ namespace: obj.metadata.namespace, name: instance }]
+    : [];
 }
 
 /** Databases that name this Secret in spec.credentials.secretName: they wait for it to appear. */
-function referencingDatabases(mgr: Manager, secret: KubeObject) {
-  const ns = secret.metadata?.namespace;
-  if (!ns) return [];
-  return mgr
-    .informerFor<DatabaseObject>(Database.type)
-    .list(ns)
-    .filter((db) => db.spec.credentials?.secretName === secret.metadata?.name)
-    .map((db) => ({ namespace: ns, name: db.metadata.name! }));
+function referencingDatabases(secret: KubeObject, cache: CacheReader) {
+  const { name, namespace } = secret.metadata ?? {};
+  if (!name || !namespace) return [];
+  return cache
+    .list(Database, { namespace, index: { name: BY_CREDENTIALS, value: name } })
+    .map((db) => ({ namespace, name: db.metadata.name! }));
 }

@@ -1,4 +1,4 @@
-import { recommendedLabels } from '@regulon/runtime';
+import { recommendedLabels } from '@regulon/conventions';
 import type { DatabaseObject } from './api.ts';
 
 /**

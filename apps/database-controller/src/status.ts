@@ -1,13 +1,19 @@
 import type { V1Job, V1StatefulSet } from '@kubernetes/client-node';
+import { Kinds } from '@regulon/client';
+import { derivePhase, rolledOut } from '@regulon/conventions';
+import type { ImageCatalog } from '@regulon/image-catalog';
 import {
-  derivePhase,
+  isControlledBy,
   setCondition,
   setProblemConditions,
   type Condition,
+  type Context,
+  type Live,
   type Problem,
 } from '@regulon/runtime';
 import type { DatabaseObject } from './api.ts';
-import { image } from './children.ts';
+import { desiredStatefulSet, image } from './children.ts';
+import { InvalidParametersError } from './config.ts';
 import { childNames, selector } from './names.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 
@@ -22,17 +28,39 @@ export interface Observed {
   image?: string | undefined;
 }
 
-/** The StatefulSet has rolled out the current template to every replica, and they are ready. */
-function rolledOut(db: DatabaseObject, sts: V1StatefulSet | undefined): boolean {
-  const s = sts?.status;
-  if (!sts || !s) return false;
-  return (
-    (s.observedGeneration ?? 0) >= (sts.metadata?.generation ?? 0) &&
-    s.currentRevision === s.updateRevision &&
-    (s.updatedReplicas ?? 0) === db.spec.replicas &&
-    (s.readyReplicas ?? 0) === db.spec.replicas &&
-    s.replicas === db.spec.replicas
-  );
+/** What the status is computed from, as the controller's cache shows it (the problem comes from the reconcile). */
+export function observedFrom(
+  db: Live<DatabaseObject>,
+  ctx: Context,
+  catalog: ImageCatalog,
+): Omit<Observed, 'problem'> {
+  const names = childNames(db);
+  const sts = ctx.get(Kinds.StatefulSet, names.statefulSet);
+  return {
+    // A same-named StatefulSet someone else controls says nothing about this Database.
+    statefulSet: sts && isControlledBy(sts, db) ? sts : undefined,
+    backupJobs: ctx.list(Kinds.Job, {
+      labels: { 'app.kubernetes.io/instance': db.metadata.name, 'app.kubernetes.io/component': 'database' },
+    }),
+    credentialsSecret: names.credentials,
+    image: image(db, catalog),
+  };
+}
+
+/**
+ * The StatefulSet the controller wants now, for the rollout check; undefined
+ * when none can be rendered (no image for the version, parameters the engine
+ * can't take): then nothing counts as rolled out.
+ */
+function wantedStatefulSet(db: DatabaseObject, o: Observed): V1StatefulSet | undefined {
+  const wanted = 'image' in o ? o.image : image(db);
+  if (wanted === undefined) return undefined;
+  try {
+    return desiredStatefulSet(db, o.credentialsSecret, wanted);
+  } catch (err) {
+    if (err instanceof InvalidParametersError) return undefined;
+    throw err;
+  }
 }
 
 /** Everything the status says, computed from what was observed; written only when it changed. */
@@ -41,9 +69,9 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
   const prev = db.status ?? {};
   const sts = o.statefulSet;
   const ready = sts?.status?.readyReplicas ?? 0;
-  const runningImage = sts?.spec?.template?.spec?.containers?.[0]?.image;
-  const wanted = 'image' in o ? o.image : image(db);
-  const done = wanted !== undefined && rolledOut(db, sts) && runningImage === wanted;
+  const wanted = wantedStatefulSet(db, o);
+  // The desired template (its image included) runs on every replica, and they are ready.
+  const done = wanted !== undefined && rolledOut(sts, wanted);
   // currentVersion moves only once every Pod runs the new version.
   const currentVersion = done ? db.spec.version : prev.currentVersion;
   let c: Condition[] = prev.conditions ?? [];

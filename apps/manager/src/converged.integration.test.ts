@@ -202,7 +202,7 @@ async function events(): Promise<Map<string, number>> {
   );
 }
 
-async function listed<T extends KubeObject>(type: ResourceType): Promise<T[]> {
+async function listed<T extends KubeObject>(type: ResourceType<T>): Promise<T[]> {
   return (await client.resource<T>(type).list({ namespace: ns })).items;
 }
 
@@ -213,14 +213,14 @@ test('a fresh manager writes nothing and records no Event for converged objects 
     for (const { name, form } of all) {
       const f = FORMS[form]!;
       if (form === CONFLICTING)
-        await client.resource(Database.type).create({
+        await client.resource<KubeObject>(Database).create({
           apiVersion: apiVersionOf(Database.type),
           kind: 'Database',
           metadata: { name: `${name}-db`, namespace: ns },
           spec: pg(),
         } as KubeObject);
       const type = TYPES[f.kind];
-      await client.resource(type).create({
+      await client.resource<KubeObject>(type).create({
         apiVersion: apiVersionOf(type),
         kind: f.kind,
         metadata: { name, namespace: ns },

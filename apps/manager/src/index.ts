@@ -1,5 +1,5 @@
 export { CONTROLLERS, type ControllerRegistration } from './controllers.ts';
 export { OPTIONS, inCluster, ownNamespace } from './options.ts';
 export { run } from './run.ts';
-// Where a controller's options sit in OPTIONS, for the manifest generator: the runtime's one conversion.
-export { controllerOptionKeys } from '@regulon/runtime';
+// Where a controller's options sit in OPTIONS, for the manifest generator: the one conversion.
+export { controllerOptionKeys, defineOptions, runCli } from './config/index.ts';

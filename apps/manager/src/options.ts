@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { controllerOptions, defineOptions } from '@regulon/runtime';
+import { controllerOptions, defineOptions } from './config/index.ts';
 import { CONTROLLERS } from './controllers.ts';
 
 const NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';

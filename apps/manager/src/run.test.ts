@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { controllerOptions, loadConfig } from '@regulon/runtime';
+import { controllerOptions, loadConfig } from './config/index.ts';
 import { enabledControllers } from './run.ts';
 
 test('a controller named with a digit after a hyphen (redis-2) is switched on and off by its own flags', () => {

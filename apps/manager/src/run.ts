@@ -4,14 +4,13 @@ import {
   LeadershipLostError,
   ListenError,
   Manager,
-  controllerOptionKeys,
   createLogger,
   logUnhandledRejections,
-  runCli,
   setupTracing,
   stopOnSignals,
 } from '@regulon/runtime';
 import { Registry } from 'prom-client';
+import { controllerOptionKeys, runCli } from './config/index.ts';
 import { CONTROLLERS } from './controllers.ts';
 import { blockOnSignalForDebug } from './debug.ts';
 import { OPTIONS, inCluster, ownNamespace } from './options.ts';

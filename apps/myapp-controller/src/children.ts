@@ -1,5 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { V1Deployment, V1EnvVar, V1Service } from '@kubernetes/client-node';
+import { Cache } from '@regulon/cache-controller';
+import type { KubeObject } from '@regulon/client';
+import { contentHash, recommendedLabels } from '@regulon/conventions';
+import { Database } from '@regulon/database-controller';
 import type { MyAppObject } from './api.ts';
 
 export const MAX_NAME_LENGTH = 40;
@@ -9,16 +12,12 @@ export function childNames(app: MyAppObject) {
   return { database: `${n}-db`, cache: `${n}-cache`, deployment: n, service: n };
 }
 
-export function labels(app: MyAppObject): Record<string, string> {
-  return {
-    'app.kubernetes.io/name': 'myapp',
-    'app.kubernetes.io/instance': app.metadata.name!,
-    'app.kubernetes.io/component': 'application',
-    'app.kubernetes.io/part-of': app.metadata.name!,
-    'app.kubernetes.io/managed-by': 'regulon',
-  };
+function labels(app: MyAppObject, component: string): Record<string, string> {
+  const n = app.metadata.name!;
+  return recommendedLabels({ name: 'myapp', instance: n, component, partOf: n });
 }
 
+/** A Deployment's selector is immutable: these two labels select the application's Pods for good. */
 export function selector(app: MyAppObject): Record<string, string> {
   return { 'app.kubernetes.io/name': 'myapp', 'app.kubernetes.io/instance': app.metadata.name! };
 }
@@ -29,6 +28,12 @@ export interface Binding {
   resourceVersion: string;
 }
 
+/** The bindings the Deployment reads; undefined for a child the spec doesn't ask for. */
+export interface Bindings {
+  database: Binding | undefined;
+  cache: Binding | undefined;
+}
+
 const ref = (secret: string, key: string, optional = false): V1EnvVar['valueFrom'] => ({
   secretKeyRef: { name: secret, key, ...(optional ? { optional } : {}) },
 });
@@ -37,7 +42,7 @@ const ref = (secret: string, key: string, optional = false): V1EnvVar['valueFrom
  * Connection settings come from the children's binding Secrets by reference:
  * the values never pass through this controller, the MyApp or a ConfigMap.
  */
-export function bindingEnv(database: Binding | undefined, cache: Binding | undefined): V1EnvVar[] {
+export function bindingEnv({ database, cache }: Bindings): V1EnvVar[] {
   const env: V1EnvVar[] = [];
   if (database) {
     const s = database.secret;
@@ -64,27 +69,53 @@ export function bindingEnv(database: Binding | undefined, cache: Binding | undef
 }
 
 /** Changes when a bound Secret changes, so the Pods roll and read the new values. */
-export function bindingsHash(bindings: Array<Binding | undefined>): string {
-  const parts = bindings
-    .filter((b): b is Binding => b !== undefined)
-    .map((b) => `${b.secret}@${b.resourceVersion}`);
-  return createHash('sha256').update(parts.join(',')).digest('hex').slice(0, 16);
+export function bindingsHash({ database, cache }: Bindings): string {
+  return contentHash(
+    [database, cache]
+      .filter((b): b is Binding => b !== undefined)
+      .map((b) => `${b.secret}@${b.resourceVersion}`)
+      .join(','),
+  );
 }
 
-export function desiredDeployment(
-  app: MyAppObject,
-  database: Binding | undefined,
-  cache: Binding | undefined,
-): V1Deployment {
+/**
+ * Every child the MyApp wants, in the order they are applied: the Database
+ * and Cache its spec asks for, the Deployment once `bindings` are known
+ * (undefined while it waits for the Secrets it reads), and the Service.
+ */
+export function desiredChildren(app: MyAppObject, bindings: Bindings | undefined): KubeObject[] {
+  const { database, cache } = app.spec;
+  const names = childNames(app);
+  // The templates in the MyApp's spec are the children's specs as they are.
+  return [
+    ...(database
+      ? [
+          Database.object({
+            metadata: { name: names.database, labels: labels(app, 'database') },
+            spec: database,
+          }),
+        ]
+      : []),
+    ...(cache
+      ? [Cache.object({ metadata: { name: names.cache, labels: labels(app, 'cache') }, spec: cache })]
+      : []),
+    ...(bindings ? [desiredDeployment(app, bindings)] : []),
+    desiredService(app),
+  ];
+}
+
+export function desiredDeployment(app: MyAppObject, bindings: Bindings): V1Deployment {
   return {
-    metadata: { name: childNames(app).deployment, labels: labels(app) },
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: childNames(app).deployment, labels: labels(app, 'application') },
     spec: {
       replicas: app.spec.replicas,
       selector: { matchLabels: selector(app) },
       template: {
         metadata: {
-          labels: labels(app),
-          annotations: { 'regulon.dev/bindings-hash': bindingsHash([database, cache]) },
+          labels: labels(app, 'application'),
+          annotations: { 'regulon.dev/bindings-hash': bindingsHash(bindings) },
         },
         spec: {
           automountServiceAccountToken: false,
@@ -94,7 +125,7 @@ export function desiredDeployment(
               name: 'app',
               image: app.spec.image,
               ports: [{ name: 'http', containerPort: app.spec.port }],
-              env: [...((app.spec.env ?? []) as V1EnvVar[]), ...bindingEnv(database, cache)],
+              env: [...((app.spec.env ?? []) as V1EnvVar[]), ...bindingEnv(bindings)],
               securityContext: {
                 allowPrivilegeEscalation: false,
                 runAsNonRoot: true,
@@ -110,13 +141,19 @@ export function desiredDeployment(
 }
 
 export function desiredService(app: MyAppObject): V1Service {
-  const svc = app.spec.service ?? { type: 'ClusterIP', port: 80 };
+  const svc = serviceSpec(app);
   return {
-    metadata: { name: childNames(app).service, labels: labels(app) },
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: childNames(app).service, labels: labels(app, 'application') },
     spec: {
       type: svc.type,
       selector: selector(app),
       ports: [{ name: 'http', port: svc.port, targetPort: app.spec.port, protocol: 'TCP' }],
     },
   };
+}
+
+export function serviceSpec(app: MyAppObject): NonNullable<MyAppObject['spec']['service']> {
+  return app.spec.service ?? { type: 'ClusterIP', port: 80 };
 }

@@ -1,13 +1,17 @@
 import { Cache } from '@regulon/cache-controller';
-import { Kinds, type KubeObject } from '@regulon/client';
+import { Kinds } from '@regulon/client';
 import { Database } from '@regulon/database-controller';
 import type { Manager } from '@regulon/runtime';
 import { MyApp } from './api.ts';
-import { MyAppReconciler } from './reconciler.ts';
+import { MAX_NAME_LENGTH } from './children.ts';
+import { observedFrom, SecretMetadata } from './observe.ts';
+import { FIELD_MANAGER, reconcileMyApp } from './reconciler.ts';
+import { computeStatus } from './status.ts';
 
 export { MyApp, MyAppSpec, MyAppStatus, type MyAppObject } from './api.ts';
-export { MyAppReconciler, FIELD_MANAGER } from './reconciler.ts';
+export { FIELD_MANAGER, reconcileMyApp } from './reconciler.ts';
 export { childNames, MAX_NAME_LENGTH } from './children.ts';
+export { MYAPP_RBAC } from './rbac.ts';
 
 export const CONTROLLER_NAME = 'myapp';
 
@@ -15,25 +19,20 @@ export const CONTROLLER_NAME = 'myapp';
 export function setupMyAppController(mgr: Manager, options: { maxConcurrentReconciles?: number } = {}): void {
   mgr
     .controller(CONTROLLER_NAME)
-    .for(MyApp.type)
-    .owns(Database.type)
-    .owns(Cache.type)
+    .for(MyApp, {
+      nameLimit: { max: MAX_NAME_LENGTH, derived: 'its Database, Cache, Deployment and Service' },
+    })
+    .owns(Database)
+    .owns(Cache)
     .owns(Kinds.Deployment)
     .owns(Kinds.Service)
-    // A binding Secret belongs to a Database or Cache that belongs to a MyApp.
-    .watches(Kinds.Secret, (s) => grandOwner(mgr, s), { metadataOnly: true })
-    .withOptions({ maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1 })
-    .complete(new MyAppReconciler(mgr, mgr.eventRecorder(CONTROLLER_NAME)));
+    // A Secret wakes only the MyApps whose last reconcile read it (ctx.waitFor): the binding Secrets of
+    // their children and the Secrets their spec.env names. No owner reference leads back from either.
+    .reads(SecretMetadata)
+    .withOptions({
+      fieldManager: FIELD_MANAGER,
+      maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1,
+    })
+    .withStatus((app, problem, ctx) => computeStatus(app, observedFrom(app, ctx), problem))
+    .reconcile(reconcileMyApp);
 }
-
-function grandOwner(mgr: Manager, secret: KubeObject) {
-  const ns = secret.metadata?.namespace;
-  const parent = secret.metadata?.ownerReferences?.find((r) => r.controller === true);
-  if (!ns || !parent) return [];
-  const type = parent.kind === 'Database' ? Database.type : parent.kind === 'Cache' ? Cache.type : undefined;
-  if (!type) return [];
-  const child = mgr.informerFor(type).get(parent.name, ns);
-  const app = child?.metadata?.ownerReferences?.find((r) => r.controller === true && r.kind === 'MyApp');
-  return app ? [{ namespace: ns, name: app.name }] : [];
-}
-export { MYAPP_RBAC } from './rbac.ts';

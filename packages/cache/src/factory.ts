@@ -1,9 +1,8 @@
 import { apiVersionOf, type KubeClient, type KubeObject, type ResourceType } from '@regulon/client';
-import type { BackoffOptions } from './backoff.ts';
 import { Informer } from './informer.ts';
 import { listerWatcher, type Scope } from './lister-watcher.ts';
-import { silentLogger, type Logger } from './logger.ts';
-import type { ReflectorHealth, Transform } from './reflector.ts';
+import { silentLogger, type Logger } from '@regulon/util';
+import type { BackoffOptions, ReflectorHealth, Transform } from './reflector.ts';
 import type { IndexFunc } from './store.ts';
 
 export interface InformerRequest<T> extends Scope {
@@ -43,7 +42,9 @@ export class SharedInformerFactory {
   }
 
   /** The shared informer for a kind and scope; created on first request, started at once if the factory runs. */
-  informerFor<T extends KubeObject>(type: ResourceType, request: InformerRequest<T> = {}): Informer<T> {
+  informerFor<T extends KubeObject>(type: ResourceType<T>, request: InformerRequest<T> = {}): Informer<T> {
+    // A metadata-only handle (metadataOnly(Kinds.Secret)) asks for the metadata-only informer.
+    if (type.metadataOnly && !request.metadataOnly) request = { ...request, metadataOnly: true };
     const key = informerKey(type, request);
     let informer = this.#informers.get(key) as Informer<T> | undefined;
     if (!informer) {

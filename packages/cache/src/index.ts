@@ -16,7 +16,8 @@ export { SharedInformerFactory } from './factory.ts';
 export type { FactoryOptions, InformerRequest, InformerStatus } from './factory.ts';
 export { listerWatcher, LIST_PAGE_SIZE } from './lister-watcher.ts';
 export type { ListerWatcher, Scope, WatchRequest } from './lister-watcher.ts';
-export { backoffDelay, DEFAULT_BACKOFF } from './backoff.ts';
-export type { BackoffOptions } from './backoff.ts';
-export { silentLogger } from './logger.ts';
-export type { Logger } from './logger.ts';
+export { DEFAULT_BACKOFF } from './reflector.ts';
+export type { BackoffOptions } from './reflector.ts';
+// The logger shape lives in @regulon/util; re-exported because cache users pass one here.
+export { silentLogger } from '@regulon/util';
+export type { Logger } from '@regulon/util';

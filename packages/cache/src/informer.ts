@@ -1,8 +1,7 @@
 import type { KubeObject } from '@regulon/client';
-import type { BackoffOptions } from './backoff.ts';
 import type { ListerWatcher } from './lister-watcher.ts';
-import { silentLogger, type Logger } from './logger.ts';
-import { Reflector, type ReflectorHealth, type Transform } from './reflector.ts';
+import { silentLogger, type Logger } from '@regulon/util';
+import { Reflector, type BackoffOptions, type ReflectorHealth, type Transform } from './reflector.ts';
 import { Store, type IndexFunc, type StoreChange } from './store.ts';
 
 export interface EventHandler<T> {

@@ -30,7 +30,7 @@ export const LIST_PAGE_SIZE = 500;
 
 export function listerWatcher<T extends KubeObject>(
   client: KubeClient,
-  type: ResourceType,
+  type: ResourceType<T>,
   scope: Scope = {},
 ): ListerWatcher<T> {
   const base = {

@@ -1,10 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorFromStatus, isGone, type KubeObject, type WatchEvent } from '@regulon/client';
-import { backoffDelay, DEFAULT_BACKOFF, type BackoffOptions } from './backoff.ts';
+import { backoffDelay, silentLogger, type Backoff, type Logger } from '@regulon/util';
 import { objectKey } from './keys.ts';
 import type { ListerWatcher } from './lister-watcher.ts';
-import { silentLogger, type Logger } from './logger.ts';
 import { deepFreeze, type Store, type StoreChange } from './store.ts';
+
+/** How long a reflector waits between failed list/watch attempts. */
+export type BackoffOptions = Backoff;
+
+/**
+ * client-go's reflector defaults: 800 ms, doubling, 30 s cap, with equal jitter (half
+ * fixed, half random) so that many informers that lose the API server at once don't
+ * come back in lockstep. Options given without `jitter` get the same half.
+ */
+export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 800, maxMs: 30_000, factor: 2, jitter: 0.5 };
 
 /** Server-side watch timeout is drawn from [MIN, 2*MIN) seconds, as client-go does, to spread reconnects. */
 export const MIN_WATCH_TIMEOUT_SECONDS = 300;
@@ -152,7 +161,8 @@ export class Reflector<T extends KubeObject> {
         this.#health.lastError = message(err);
         this.#health.lastErrorAt = Date.now();
         this.#health.failingSince ??= this.#health.lastErrorAt;
-        const wait = backoffDelay(failures, this.#o.backoff ?? DEFAULT_BACKOFF);
+        const backoff = this.#o.backoff ?? DEFAULT_BACKOFF;
+        const wait = backoffDelay(failures - 1, { jitter: DEFAULT_BACKOFF.jitter, ...backoff });
         this.#log.warn(
           { informer: this.#o.name, err: message(err), failures, retryInMs: Math.round(wait) },
           err instanceof WatchStalledError ? 'watch stalled, reconnecting' : 'list/watch failed, retrying',

@@ -7,8 +7,8 @@ import { PassThrough, Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
+import { FakeClock, type Clock, type TimerHandle } from '@regulon/util';
 import { KubeClient } from './client.ts';
-import type { Clock } from './clock.ts';
 import {
   ConflictError,
   GoneError,
@@ -75,18 +75,20 @@ class ScriptedTransport implements HttpTransport {
   close(): void {}
 }
 
+/** A clock on which every wait is over at once: time jumps ahead by it, and each wait is recorded. */
 function instantClock(): Clock & { sleeps: number[] } {
   let now = 0;
   const sleeps: number[] = [];
   return {
     sleeps,
     now: () => now,
-    sleep(ms, signal) {
-      signal?.throwIfAborted();
+    setTimeout(fn, ms) {
       sleeps.push(ms);
       now += ms;
-      return Promise.resolve();
+      queueMicrotask(fn);
+      return {} as TimerHandle;
     },
+    clearTimeout() {},
   };
 }
 
@@ -181,12 +183,16 @@ describe('retries', () => {
   it('an abort during backoff rejects with the abort reason and stops', async () => {
     const transport = new ScriptedTransport();
     const ac = new AbortController();
+    // Shutdown arrives just as the retry's backoff starts.
+    const fake = new FakeClock();
     const clock: Clock = {
-      now: () => 0,
-      sleep: (_ms, signal) => {
+      now: () => fake.now(),
+      setTimeout: (fn, ms) => {
+        const handle = fake.setTimeout(fn, ms);
         ac.abort(new Error('shutting down'));
-        return Promise.reject(signal!.reason as Error);
+        return handle;
       },
+      clearTimeout: (handle) => fake.clearTimeout(handle),
     };
     const client = new KubeClient(new KubeConfig(), { clock }, transport);
     transport.replies.push(status(503, 'ServiceUnavailable'));

@@ -1,4 +1,4 @@
-import { abortReason, systemClock, type Clock } from './clock.ts';
+import { TokenBucket, abortReason, realClock, sleep, type Clock } from '@regulon/util';
 import {
   CLIENT_VERSION,
   DEFAULT_BURST,
@@ -14,7 +14,6 @@ import { ApiError, ConfigError, TimeoutError, errorFromStatus, isStatus, synthet
 import { apiVersionOf, resourcePath, type ResourceType } from './kinds.ts';
 import type { KubeConfigSource } from './kubeconfig.ts';
 import { requestMetrics, type RequestMetrics } from './metrics.ts';
-import { TokenBucket, unlimited } from './rate-limit.ts';
 import { METADATA_ACCEPT, buildPath, encodeBody, type RequestOptions } from './request.ts';
 import { ResourceClientImpl, type ResourceClient } from './resource.ts';
 import {
@@ -39,7 +38,7 @@ export class KubeClient {
   /** The API server URL, e.g. `https://127.0.0.1:6443`. */
   readonly server: string;
   readonly #transport: HttpTransport;
-  readonly #limiter: Pick<TokenBucket, 'take'>;
+  readonly #limiter: TokenBucket;
   readonly #retry: RetryPolicy;
   readonly #timeoutMs: number;
   readonly #userAgent: string;
@@ -51,10 +50,9 @@ export class KubeClient {
   constructor(kc: KubeConfigSource, opts: ClientOptions = {}, transport?: HttpTransport) {
     this.#transport = transport ?? new Transport(kc);
     this.server = this.#transport.server.href.replace(/\/$/, '');
-    this.#clock = opts.clock ?? systemClock;
-    const qps = opts.qps ?? DEFAULT_QPS;
-    this.#limiter =
-      qps === Infinity ? unlimited : new TokenBucket(qps, opts.burst ?? DEFAULT_BURST, this.#clock);
+    this.#clock = opts.clock ?? realClock;
+    // At qps Infinity the bucket is always full: no request waits.
+    this.#limiter = TokenBucket.perSecond(opts.qps ?? DEFAULT_QPS, opts.burst ?? DEFAULT_BURST, this.#clock);
     this.#retry = { ...defaultRetryPolicy, maxRetries: opts.maxRetries ?? defaultRetryPolicy.maxRetries };
     this.#timeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.#userAgent = opts.userAgent ?? defaultUserAgent();
@@ -84,18 +82,22 @@ export class KubeClient {
     return new KubeClient(kc, clientOpts);
   }
 
-  resource<T extends KubeObject = KubeObject>(type: ResourceType): ResourceClient<T> {
+  resource<T extends KubeObject = KubeObject>(type: ResourceType<T>): ResourceClient<T> {
     return new ResourceClientImpl<T>(this, type);
   }
 
-  /** Resolves a kind to its REST resource through API discovery; cached per group-version. */
-  discover(
+  /**
+   * Resolves a kind to its REST resource through API discovery; cached per
+   * group-version. Discovery cannot know the object type: `T` is the caller's
+   * word for it (KubeObject unless given).
+   */
+  async discover<T extends KubeObject = KubeObject>(
     group: string,
     version: string,
     kind: string,
     opts: { signal?: AbortSignal } = {},
-  ): Promise<ResourceType> {
-    return this.#discovery.resolve(group, version, kind, opts.signal);
+  ): Promise<ResourceType<T>> {
+    return (await this.#discovery.resolve(group, version, kind, opts.signal)) as ResourceType<T>;
   }
 
   /** Low-level request: JSON in, JSON out, typed errors. */
@@ -256,7 +258,7 @@ export class KubeClient {
           'retry.delay_ms': Math.round(delay),
           'retry.reason': res ? String(res.statusCode) : (networkErrorCode(failure) ?? 'error'),
         });
-        await this.#clock.sleep(delay, signal);
+        await sleep(this.#clock, delay, signal);
       }
     } catch (err) {
       endSpanError(span, err, lastCode);

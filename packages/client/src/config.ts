@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
-import type { Clock } from './clock.ts';
+import type { Clock } from '@regulon/util';
 import { ConfigError } from './errors.ts';
 import {
   LeanKubeConfig,

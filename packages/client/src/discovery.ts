@@ -1,5 +1,5 @@
 import type { V1APIResourceList } from '@kubernetes/client-node';
-import { abortReason } from './clock.ts';
+import { abortReason } from '@regulon/util';
 import { NotFoundError } from './errors.ts';
 import { groupVersionPath, type ResourceType } from './kinds.ts';
 import type { RequestOptions } from './request.ts';

@@ -2,7 +2,16 @@ export { KubeClient } from './client.ts';
 export type { ClientOptions, LoadOptions } from './config.ts';
 export { DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT_MS, loadKubeConfig } from './config.ts';
 export type { KubeCluster, KubeConfigSource, KubeContext } from './kubeconfig.ts';
-export { Kinds, apiVersionOf, resourcePath, type ResourceType } from './kinds.ts';
+export {
+  Kinds,
+  apiVersionOf,
+  metadataOnly,
+  resourcePath,
+  retyped,
+  sameKind,
+  type ObjectOf,
+  type ResourceType,
+} from './kinds.ts';
 export type {
   KubeObject,
   ListResult,
@@ -27,7 +36,7 @@ export type {
 export type { WatchOptions } from './watch.ts';
 export { WatchDecodeError } from './watch.ts';
 export type { Query, QueryValue, RequestOptions } from './request.ts';
-export type { Clock } from './clock.ts';
+export type { Clock } from '@regulon/util';
 export { defaultRetryPolicy, type RetryPolicy } from './retry.ts';
 export {
   AlreadyExistsError,

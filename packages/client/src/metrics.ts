@@ -1,4 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { oncePerRegistry, registeredMetric } from '@regulon/util';
 
 /** What client-go records, with the same meaning. */
 export interface RequestMetrics {
@@ -17,42 +18,39 @@ interface MetricSet {
   duration: Histogram<'verb' | 'host'>;
 }
 
-// prom-client throws when a name is registered twice on one registry, so
-// clients sharing a registry share the metric objects.
-const byRegistry = new WeakMap<Registry, MetricSet>();
-
 /** client-go's (component-base) request-latency buckets, in seconds. */
 const LATENCY_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
 
 const REQUESTS = 'rest_client_requests_total';
 const DURATION = 'rest_client_request_duration_seconds';
 
-function metricsFor(registry: Registry): MetricSet {
-  const known = byRegistry.get(registry);
-  if (known) return known;
-  // Another copy of this package (or anything else) may have registered the
-  // same client-go names already; reuse them rather than fail.
-  const requests =
-    (registry.getSingleMetric(REQUESTS) as Counter<'code' | 'method' | 'host'> | undefined) ??
-    new Counter({
-      name: REQUESTS,
-      help: 'Number of HTTP requests to the Kubernetes API server, partitioned by status code, method, and host.',
-      labelNames: ['code', 'method', 'host'] as const,
-      registers: [registry],
-    });
-  const duration =
-    (registry.getSingleMetric(DURATION) as Histogram<'verb' | 'host'> | undefined) ??
-    new Histogram({
-      name: DURATION,
-      help: 'Request latency in seconds to the Kubernetes API server, partitioned by verb and host.',
-      labelNames: ['verb', 'host'] as const,
-      buckets: LATENCY_BUCKETS,
-      registers: [registry],
-    });
-  const set = { requests, duration };
-  byRegistry.set(registry, set);
-  return set;
-}
+// Clients sharing a registry share the metric objects; another copy of this package (or
+// anything else) may have registered the same client-go names already.
+const metricsFor = oncePerRegistry((registry): MetricSet => ({
+  requests: registeredMetric(
+    registry,
+    REQUESTS,
+    () =>
+      new Counter({
+        name: REQUESTS,
+        help: 'Number of HTTP requests to the Kubernetes API server, partitioned by status code, method, and host.',
+        labelNames: ['code', 'method', 'host'] as const,
+        registers: [registry],
+      }),
+  ),
+  duration: registeredMetric(
+    registry,
+    DURATION,
+    () =>
+      new Histogram({
+        name: DURATION,
+        help: 'Request latency in seconds to the Kubernetes API server, partitioned by verb and host.',
+        labelNames: ['verb', 'host'] as const,
+        buckets: LATENCY_BUCKETS,
+        registers: [registry],
+      }),
+  ),
+}));
 
 export const noMetrics: RequestMetrics = { attempt: () => {}, request: () => {} };
 

@@ -124,6 +124,7 @@ export class ResourceClientImpl<T extends KubeObject> implements ResourceClient<
   get(name: string, opts: GetOptions & { metadataOnly: true }): Promise<PartialObjectMetadata>;
   get(name: string, opts?: GetOptions): Promise<T>;
   async get(name: string, opts: GetOptions = {}): Promise<T | PartialObjectMetadata> {
+    opts = this.#reads(opts);
     const obj = await this.#client.request<T>({
       method: 'GET',
       path: this.#itemPath(name, opts.namespace),
@@ -137,6 +138,7 @@ export class ResourceClientImpl<T extends KubeObject> implements ResourceClient<
   list(opts: ListOptions & { metadataOnly: true }): Promise<ListResult<PartialObjectMetadata>>;
   list(opts?: ListOptions): Promise<ListResult<T>>;
   async list(opts: ListOptions = {}): Promise<ListResult<T> | ListResult<PartialObjectMetadata>> {
+    opts = this.#reads(opts);
     const raw = await this.#client.request<RawList>({
       method: 'GET',
       path: resourcePath(this.type, opts.namespace),
@@ -255,7 +257,12 @@ export class ResourceClientImpl<T extends KubeObject> implements ResourceClient<
   watch(
     opts: WatchOptions = {},
   ): AsyncIterable<WatchEvent<T>> | AsyncIterable<WatchEvent<PartialObjectMetadata>> {
-    return this.#client.watch<T>(this.type, opts);
+    return this.#client.watch<T>(this.type, this.#reads(opts));
+  }
+
+  /** Reads through a metadata-only handle (metadataOnly(kind)) ask for metadata only. */
+  #reads<O extends { metadataOnly?: boolean }>(opts: O): O {
+    return this.type.metadataOnly && opts.metadataOnly === undefined ? { ...opts, metadataOnly: true } : opts;
   }
 
   async #write(

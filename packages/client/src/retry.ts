@@ -1,3 +1,5 @@
+import { backoffDelay } from '@regulon/util';
+
 export interface RetryPolicy {
   /** Retries after the first attempt; 0 disables retrying. */
   maxRetries: number;
@@ -24,8 +26,11 @@ export function backoffDelayMs(
   if (retryAfterSeconds !== undefined && retryAfterSeconds >= 0) {
     return Math.min(retryAfterSeconds * 1000, policy.maxDelayMs);
   }
-  const exp = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retry);
-  return exp / 2 + random() * (exp / 2);
+  return backoffDelay(
+    retry,
+    { initialMs: policy.baseDelayMs, maxMs: policy.maxDelayMs, jitter: 0.5 },
+    random,
+  );
 }
 
 /** Parses a Retry-After header: delta-seconds or an HTTP-date. */

@@ -1,7 +1,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { Duplex } from 'node:stream';
-import { abortReason } from './clock.ts';
+import { abortReason } from '@regulon/util';
 import { ConfigError, TimeoutError } from './errors.ts';
 import type { KubeConfigSource } from './kubeconfig.ts';
 

@@ -322,11 +322,11 @@ describe('a kind installed on a real API server', () => {
   });
 
   test('printer columns, with Age, are installed and served as a table', async () => {
-    const crds = client.resource<ReturnType<typeof Gizmo.crd>>(Kinds.CustomResourceDefinition);
+    const crds = client.resource(Kinds.CustomResourceDefinition);
     const installed = await crds.get(Gizmo.crdName);
     const version = installed.spec.versions[0];
     assert.deepEqual(
-      version?.additionalPrinterColumns.map((c) => c.name),
+      version?.additionalPrinterColumns?.map((c) => c.name),
       ['Color', 'Replicas', 'Storage', 'Age'],
     );
     assert.deepEqual(installed.spec.names.shortNames, ['gz']);

@@ -93,10 +93,16 @@ export interface CustomObject<Spec, Status> {
   status?: Status;
 }
 
-export interface Kind<Spec extends TSchema = TSchema, Status extends TSchema = TSchema> {
+/**
+ * A kind defined here is itself its typed resource handle: `client.resource(K)`,
+ * `.for(K)` and `informerFor(K)` all read `CustomObject<Static<Spec>, Static<Status>>`.
+ */
+export interface Kind<Spec extends TSchema = TSchema, Status extends TSchema = TSchema> extends ResourceType<
+  CustomObject<Static<Spec>, Static<Status>>
+> {
   readonly definition: Readonly<KindDefinition<Spec, Status>>;
-  /** For `client.resource<KindObject<typeof K>>(K.type)`. */
-  readonly type: ResourceType;
+  /** The plain resource handle (the kind itself is one too). */
+  readonly type: ResourceType<CustomObject<Static<Spec>, Static<Status>>>;
   /** `group/version`. */
   readonly apiVersion: string;
   readonly kind: string;
@@ -138,7 +144,7 @@ export function defineKind<Spec extends TSchema, Status extends TSchema>(
   checkPaths(def, schema);
   const apiVersion = `${def.group}/${def.version}`;
   const crdName = `${def.plural}.${def.group}`;
-  const type: ResourceType = Object.freeze({
+  const type: ResourceType<CustomObject<Static<Spec>, Static<Status>>> = Object.freeze({
     group: def.group,
     version: def.version,
     kind: def.kind,
@@ -147,6 +153,7 @@ export function defineKind<Spec extends TSchema, Status extends TSchema>(
   });
   const crd = buildCRD(def, crdName, schema);
   return Object.freeze({
+    ...type,
     definition: def,
     type,
     apiVersion,

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from './clock.ts';
+import { FakeClock } from '@regulon/util';
 import { DelayingQueue } from './delaying.ts';
 
 // Everything a delaying queue has made ready so far, in hand-out order. Bounded, so a queue

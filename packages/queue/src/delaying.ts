@@ -1,4 +1,4 @@
-import type { TimerHandle } from './clock.ts';
+import type { TimerHandle } from '@regulon/util';
 import { IndexedHeap } from './heap.ts';
 import type { HeapEntry } from './heap.ts';
 import { WorkQueue } from './queue.ts';

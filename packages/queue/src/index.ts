@@ -1,5 +1,6 @@
-export { FakeClock, realClock } from './clock.ts';
-export type { Clock, TimerHandle } from './clock.ts';
+// The clock lives in @regulon/util; re-exported because queue users configure it here.
+export { FakeClock, realClock } from '@regulon/util';
+export type { Clock, TimerHandle } from '@regulon/util';
 export { WorkQueue } from './queue.ts';
 export type { GetResult, QueueKey, WorkQueueOptions } from './queue.ts';
 export { DelayingQueue } from './delaying.ts';

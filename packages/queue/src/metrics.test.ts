@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry, register as globalRegistry } from 'prom-client';
-import { FakeClock } from './clock.ts';
+import { FakeClock } from '@regulon/util';
 import { DelayingQueue } from './delaying.ts';
 import { WORKQUEUE_DURATION_BUCKETS, WORKQUEUE_METRIC_NAMES as N } from './metrics.ts';
 import { WorkQueue } from './queue.ts';

@@ -1,9 +1,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { OpenMetricsContentType, PrometheusContentType, Registry } from 'prom-client';
-import type { Clock } from './clock.ts';
+import { oncePerRegistry, type Clock, type MetricsRegistry } from '@regulon/util';
 
-/** Any prom-client registry, whichever exposition format it is bound to. */
-export type MetricsRegistry = Registry<PrometheusContentType> | Registry<OpenMetricsContentType>;
+export type { MetricsRegistry } from '@regulon/util';
 
 /** Metric names exactly as controller-runtime exports them, so existing dashboards and alerts work. */
 export const WORKQUEUE_METRIC_NAMES = {
@@ -44,15 +42,9 @@ interface SharedMetrics {
   readonly live: Set<MetricsSource>;
 }
 
-// prom-client refuses to register a name twice, and every queue of a process reports under
-// the same metric names, so the metric objects are created once per registry. A WeakMap
-// lets a discarded registry (e.g. one per test) be collected together with its metrics.
-const sharedByRegistry = new WeakMap<MetricsRegistry, SharedMetrics>();
-
-function sharedMetricsFor(registry: MetricsRegistry): SharedMetrics {
-  const existing = sharedByRegistry.get(registry);
-  if (existing !== undefined) return existing;
-
+// Every queue of a process reports under the same metric names, so they share one set of
+// metric objects per registry.
+const sharedMetricsFor = oncePerRegistry((registry): SharedMetrics => {
   const live = new Set<MetricsSource>();
   const publishCounts = (): void => {
     for (const source of live) source.publishCounts();
@@ -63,7 +55,7 @@ function sharedMetricsFor(registry: MetricsRegistry): SharedMetrics {
     for (const source of live) source.publishRunningTimes();
   };
   const registers = [registry];
-  const shared: SharedMetrics = {
+  return {
     depth: new Gauge({
       name: WORKQUEUE_METRIC_NAMES.depth,
       help: 'Current depth of workqueue',
@@ -118,9 +110,7 @@ function sharedMetricsFor(registry: MetricsRegistry): SharedMetrics {
     }),
     live,
   };
-  sharedByRegistry.set(registry, shared);
-  return shared;
-}
+});
 
 /**
  * Records one queue's metrics under labels `{name, controller}` (both the queue name, as

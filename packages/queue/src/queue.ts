@@ -1,5 +1,5 @@
-import { realClock } from './clock.ts';
-import type { Clock } from './clock.ts';
+import { realClock } from '@regulon/util';
+import type { Clock } from '@regulon/util';
 import { Fifo } from './fifo.ts';
 import { QueueMetrics } from './metrics.ts';
 import type { MetricsRegistry } from './metrics.ts';

@@ -1,5 +1,4 @@
-import { realClock } from './clock.ts';
-import type { Clock } from './clock.ts';
+import { TokenBucket, backoffDelay, realClock, type Backoff, type Clock } from '@regulon/util';
 
 /** Decides how long an item must wait before it is retried. */
 export interface RateLimiter<T> {
@@ -25,23 +24,21 @@ export const DEFAULT_BURST = 100;
  * {@link forget} is called, typically after a successful reconcile.
  */
 export class ItemExponentialFailureRateLimiter<T> implements RateLimiter<T> {
-  readonly #baseMs: number;
-  readonly #maxMs: number;
+  // No jitter: client-go's per-item backoff is deterministic, and the overall bucket
+  // already spreads a mass failure out.
+  readonly #backoff: Backoff;
   readonly #failures = new Map<T, number>();
 
   constructor(baseMs: number = DEFAULT_BASE_DELAY_MS, maxMs: number = DEFAULT_MAX_DELAY_MS) {
     if (!(baseMs >= 0)) throw new RangeError(`baseMs must be >= 0, got ${baseMs}`);
     if (!(maxMs >= baseMs)) throw new RangeError(`maxMs must be >= baseMs (${baseMs}), got ${maxMs}`);
-    this.#baseMs = baseMs;
-    this.#maxMs = maxMs;
+    this.#backoff = { initialMs: baseMs, maxMs };
   }
 
   when(item: T): number {
     const failures = this.#failures.get(item) ?? 0;
     this.#failures.set(item, failures + 1);
-    // 2 ** failures overflows to Infinity after ~1024 failures; the comparison still caps it.
-    const backoff = this.#baseMs * 2 ** failures;
-    return backoff > this.#maxMs ? this.#maxMs : backoff;
+    return backoffDelay(failures, this.#backoff);
   }
 
   forget(item: T): void {
@@ -59,32 +56,14 @@ export class ItemExponentialFailureRateLimiter<T> implements RateLimiter<T> {
  * returns how long until it is, so reservations queue up behind each other.
  */
 export class BucketRateLimiter<T = unknown> implements RateLimiter<T> {
-  readonly #perMs: number;
-  readonly #burst: number;
-  readonly #clock: Clock;
-  #tokens: number;
-  #last: number;
+  readonly #bucket: TokenBucket;
 
   constructor(qps: number = DEFAULT_QPS, burst: number = DEFAULT_BURST, clock: Clock = realClock) {
-    if (!(qps > 0) || !Number.isFinite(qps))
-      throw new RangeError(`qps must be a positive finite number, got ${qps}`);
-    if (!(burst >= 1)) throw new RangeError(`burst must be >= 1, got ${burst}`);
-    this.#perMs = qps / 1000;
-    this.#burst = burst;
-    this.#clock = clock;
-    this.#tokens = burst;
-    this.#last = clock.now();
+    this.#bucket = TokenBucket.perSecond(qps, burst, clock);
   }
 
   when(_item: T): number {
-    const now = this.#clock.now();
-    // A clock that steps backwards must not mint or destroy tokens.
-    const elapsed = now > this.#last ? now - this.#last : 0;
-    const refilled = this.#tokens + elapsed * this.#perMs;
-    const tokens = (refilled > this.#burst ? this.#burst : refilled) - 1;
-    this.#tokens = tokens;
-    this.#last = now;
-    return tokens >= 0 ? 0 : -tokens / this.#perMs;
+    return this.#bucket.reserve();
   }
 
   forget(_item: T): void {}

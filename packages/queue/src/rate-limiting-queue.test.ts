@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from './clock.ts';
+import { FakeClock } from '@regulon/util';
 import { RateLimitingQueue } from './rate-limiting-queue.ts';
 import { ItemExponentialFailureRateLimiter } from './rate-limiters.ts';
 

@@ -1,20 +1,6 @@
 // Small pieces shared by leader election, events, conditions and finalizers.
-// Private to the package: nothing here is part of the public API.
-import type { Clock, TimerHandle } from '@regulon/queue';
-
-/**
- * The subset of pino's interface these helpers log through, so a pino logger
- * (or a child of one) can be passed without this package depending on pino.
- */
-export interface Logger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-const noop = (): void => {};
-export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop };
+// Private to the package: nothing here is part of the public API. Clock, sleep and
+// Logger live in @regulon/util.
 
 /**
  * metav1.MicroTime as the API server writes it: RFC 3339 with exactly six
@@ -66,41 +52,6 @@ export function isQualifiedName(value: string): boolean {
     if (prefix.length === 0 || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)) return false;
   }
   return name !== undefined && name.length > 0 && name.length <= 63 && QUALIFIED_NAME_PART.test(name);
-}
-
-/** The value to reject with when `signal` aborts, always an Error. */
-export function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason : new DOMException('This operation was aborted', 'AbortError');
-}
-
-/** Resolves after `ms` on `clock`; rejects as soon as `signal` aborts. */
-export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(abortError(signal));
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => {
-      clock.clearTimeout(timer);
-      reject(abortError(signal as AbortSignal));
-    };
-    const timer = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/**
- * An AbortSignal that aborts after `ms` on `clock`. AbortSignal.timeout would
- * ignore an injected clock, so a FakeClock could never trip it.
- */
-export function clockTimeout(clock: Clock, ms: number): { signal: AbortSignal; cancel: () => void } {
-  const ac = new AbortController();
-  const timer: TimerHandle = clock.setTimeout(
-    () => ac.abort(new DOMException(`timed out after ${ms} ms`, 'TimeoutError')),
-    ms,
-  );
-  return { signal: ac.signal, cancel: () => clock.clearTimeout(timer) };
 }
 
 export function errorMessage(err: unknown): string {

@@ -15,6 +15,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 const appliedHashAnnotation = "regulon.dev/applied-hash"
@@ -114,7 +117,9 @@ func withAppliedHash(body map[string]any) map[string]any {
 
 // isSubset reports whether live has every value desired sets: objects key by
 // key, arrays element by element with the same length, scalars strictly
-// equal. Extra fields on live (defaults, status, other managers) don't matter.
+// equal, in the API server's normal form as converged.ts compares it: a member
+// omitempty drops matches an absent one, a quantity its canonical spelling.
+// Extra fields on live (defaults, status, other managers) don't matter.
 func isSubset(desired, live any) bool {
 	switch d := desired.(type) {
 	case map[string]any:
@@ -123,8 +128,7 @@ func isSubset(desired, live any) bool {
 			return false
 		}
 		for k, dv := range d {
-			lv, present := l[k]
-			if !present || !isSubset(dv, lv) {
+			if !hasMember(l, k, dv) {
 				return false
 			}
 		}
@@ -141,7 +145,69 @@ func isSubset(desired, live any) bool {
 		}
 		return true
 	}
-	return scalarEqual(desired, live)
+	return scalarEqual(desired, live) || sameQuantity(desired, live)
+}
+
+// hasMember: live[k] has every value desired sets, or is absent and desired
+// is a value the API server does not store (see omittedWhenEmpty).
+func hasMember(live map[string]any, k string, desired any) bool {
+	lv, present := live[k]
+	if !present {
+		return omittedWhenEmpty(desired)
+	}
+	return isSubset(desired, lv)
+}
+
+// omittedWhenEmpty: what encoding/json leaves out of a field tagged
+// omitempty ("", 0, false, an empty list or map), an object holding only such
+// values counting as one.
+func omittedWhenEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case []any:
+		return len(x) == 0
+	case map[string]any:
+		for _, e := range x {
+			if !omittedWhenEmpty(e) {
+				return false
+			}
+		}
+		return true
+	}
+	f, ok := toFloat(v)
+	return ok && f == 0
+}
+
+// sameQuantity: live is the spelling the API server stores the quantity
+// desired in, with or without the rounding to milli it gives ResourceList
+// values. Only that spelling matches, not any equal amount: a live "1024Mi"
+// against a desired "1Gi" was written by someone else.
+func sameQuantity(desired, live any) bool {
+	l, ok := live.(string)
+	if !ok {
+		return false
+	}
+	text, ok := desired.(string)
+	if f, isNumber := toFloat(desired); isNumber {
+		text, ok = jsNumber(f), true
+	}
+	if !ok {
+		return false
+	}
+	q, err := resource.ParseQuantity(strings.TrimSpace(text))
+	if err != nil {
+		return false
+	}
+	if q.String() == l {
+		return true
+	}
+	q.RoundUp(resource.Milli)
+	return q.String() == l
 }
 
 // scalarEqual is === for JSON scalars, whatever Go type holds the number.
@@ -173,11 +239,7 @@ func isConverged(body map[string]any, live map[string]any) bool {
 		return false
 	}
 	for k, v := range body {
-		if k == "apiVersion" || k == "kind" {
-			continue
-		}
-		lv, present := live[k]
-		if !present || !isSubset(v, lv) {
+		if k != "apiVersion" && k != "kind" && !hasMember(live, k, v) {
 			return false
 		}
 	}

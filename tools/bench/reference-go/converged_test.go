@@ -71,6 +71,57 @@ func TestIsSubset(t *testing.T) {
 	}
 }
 
+// The same cases as converged.test.ts's "isSubset compares in the form the API server stores".
+func TestIsSubsetInStoredForm(t *testing.T) {
+	parse := func(s string) any {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	redis := `{"spec":{"containers":[{"name":"redis","image":"redis:7"}]}}`
+	withEnv := `{"spec":{"containers":[{"name":"redis","env":[{"name":"A","value":"1"}]}]}}`
+	resources := `{"spec":{"containers":[{"name":"db","resources":{"requests":{"cpu":"1","memory":"1Gi"},"limits":{"memory":"1073741824"}}}]}}`
+	stored := `{"spec":{"requests":{"cpu":"1","memory":"1Gi"},"tag":"1024Mi","n":1024}}`
+	cases := []struct {
+		desired, live string
+		want          bool
+	}{
+		// What omitempty drops matches an absent value.
+		{`{"spec":{"containers":[{"name":"redis","env":[]}]}}`, redis, true},
+		{`{"spec":{"containers":[{"name":"redis","args":[],"ports":[]}]}}`, redis, true},
+		{`{"metadata":{"labels":{},"annotations":{}}}`, `{}`, true},
+		{`{"spec":{"x":{"a":[],"b":{"c":""}},"y":0,"z":false}}`, redis, true},
+		// A non-empty value missing, or an empty one where live has a value, is still seen.
+		{`{"spec":{"containers":[{"name":"redis","env":[]}]}}`, withEnv, false},
+		{`{"spec":{"containers":[{"name":"redis","args":["x"]}]}}`, withEnv, false},
+		{`{"spec":{"x":{"a":[1]}}}`, withEnv, false},
+		{`{"spec":{"y":0}}`, `{"spec":{"y":3}}`, false},
+		{`{"spec":{"z":false}}`, `{"spec":{"z":true}}`, false},
+		{`{"spec":{"s":""}}`, `{"spec":{"s":"10.0.0.1"}}`, false},
+		// A quantity matches its canonical form, whatever the spelling or type desired.
+		{`{"spec":{"containers":[{"name":"db","resources":{"requests":{"cpu":"1000m","memory":"1024Mi"},"limits":{"memory":1073741824}}}]}}`, resources, true},
+		{resources, resources, true},
+		{`{"requests":{"storage":"1024Mi"}}`, `{"requests":{"storage":"1Gi"}}`, true},
+		// Milli rounding for requests and limits, nano precision elsewhere.
+		{`{"requests":{"cpu":"100u"}}`, `{"requests":{"cpu":"1m"}}`, true},
+		{`{"emptyDir":{"sizeLimit":"100u"}}`, `{"emptyDir":{"sizeLimit":"100u"}}`, true},
+		{`{"requests":{"cpu":"1001u"}}`, `{"requests":{"cpu":"1m"}}`, false},
+		// A different amount, or a live spelling the API server would never store.
+		{`{"spec":{"requests":{"cpu":"1001m"}}}`, stored, false},
+		{`{"spec":{"requests":{"memory":"1025Mi"}}}`, stored, false},
+		{`{"spec":{"tag":"1Gi"}}`, stored, false},
+		{`{"spec":{"n":"1Ki"}}`, stored, false},
+		{`{"spec":{"requests":{"cpu":"one"}}}`, stored, false},
+	}
+	for _, c := range cases {
+		if got := isSubset(parse(c.desired), parse(c.live)); got != c.want {
+			t.Errorf("isSubset(%s, %s) = %v, want %v", c.desired, c.live, got, c.want)
+		}
+	}
+}
+
 func TestIsConverged(t *testing.T) {
 	body := withAppliedHash(map[string]any{
 		"apiVersion": "v1",

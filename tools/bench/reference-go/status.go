@@ -19,6 +19,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // problem is something only reconcile can find: Degraded=True with this
@@ -39,9 +40,18 @@ func metaTime(t time.Time) string {
 	return t.UTC().Truncate(time.Second).Format("2006-01-02T15:04:05Z")
 }
 
-// rolledOut: the StatefulSet has rolled out the current template to every replica, and they are ready.
-func (db *database) rolledOut(sts *appsv1.StatefulSet) bool {
-	if sts == nil {
+// rolledOut (conventions' rolledOut): the live StatefulSet runs the template
+// the controller wants now on every replica, and they are ready. The template
+// is compared, not only the revisions: one not yet applied, or changed behind
+// the controller's back, is not rolled out however settled the status looks.
+func (db *database) rolledOut(sts *appsv1.StatefulSet, credentials string) bool {
+	if sts == nil || sts.Spec.Replicas == nil || float64(*sts.Spec.Replicas) != db.replicas {
+		return false
+	}
+	_, config := db.renderConfig()
+	desired := db.statefulSet(credentials, config, "")["spec"].(map[string]any)["template"]
+	live, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&sts.Spec.Template)
+	if err != nil || !isSubset(desired, live) {
 		return false
 	}
 	s := sts.Status
@@ -141,14 +151,11 @@ func (db *database) computeStatus(o observed, now time.Time) map[string]any {
 	prev := db.status
 	sts := o.statefulSet
 	var ready int32
-	var runningImage string
 	if sts != nil {
 		ready = sts.Status.ReadyReplicas
-		if cs := sts.Spec.Template.Spec.Containers; len(cs) > 0 {
-			runningImage = cs[0].Image
-		}
 	}
-	done := db.rolledOut(sts) && runningImage == db.image()
+	// The desired template (its image included) runs on every replica, and they are ready.
+	done := db.rolledOut(sts, o.credentialsSecret)
 	// currentVersion moves only once every Pod runs the new version. Its JS
 	// value can be undefined, so whether it is defined is tracked apart.
 	currentVersion, versionDefined := prev["currentVersion"]

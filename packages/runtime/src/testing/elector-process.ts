@@ -4,9 +4,9 @@
 // stopping (SIGTERM received), exit.
 import { KubeClient, Kinds } from '@regulon/client';
 import type { DestinationStream } from 'pino';
-import { Manager } from '../manager.ts';
-import { createLogger } from '../logging.ts';
-import { stopOnSignals } from '../signals.ts';
+import { Manager } from '../manager/manager.ts';
+import { createLogger } from '../manager/logging.ts';
+import { stopOnSignals } from '../manager/signals.ts';
 
 const env = (k: string) => {
   const v = process.env[k];

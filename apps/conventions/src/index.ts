@@ -1,0 +1,12 @@
+export {
+  restrictedContainerSecurityContext,
+  restrictedPodSecurityContext,
+  recommendedLabels,
+  contentHash,
+  deploymentProblem,
+  MANAGED_BY,
+} from './workloads.ts';
+export { derivePhase } from './phase.ts';
+export type { Phase } from './phase.ts';
+export { rolledOut } from './rollout.ts';
+export type { Workload } from './rollout.ts';
