@@ -22,7 +22,8 @@
 //
 // --append keeps the runs in DIR/framework.json of every cell this run does not
 // measure (and the floor, with --no-idle): e.g. `--sizes '' --append` runs the
-// ConfigMap cell again alone. A cell it measures has its earlier runs replaced.
+// ConfigMap cell again alone, and `--sizes '' --configmaps 0 --append` the
+// memory floor alone. A cell it measures has its earlier runs replaced.
 //
 // Writes DIR/framework.json, DIR/framework.md and DIR/framework-sync.png (default tools/bench/results).
 import { execFile } from 'node:child_process';
@@ -77,8 +78,9 @@ const list = (name: string, s: string) =>
     .filter(Boolean)
     .map((x) => positive(name, x));
 const sizes = list('sizes', values.sizes).sort((a, b) => a - b);
-if (!sizes.length && !Number(values.configmaps))
-  throw new Error('nothing to measure: --sizes and --configmaps are both empty');
+// With both empty only the memory floor is measured (unless --no-idle too).
+if (!sizes.length && !Number(values.configmaps) && values['no-idle'])
+  throw new Error('nothing to measure: --sizes and --configmaps are both empty, and --no-idle');
 const configmaps = positive('configmaps', values.configmaps, true);
 const watchAt = positive('watch-at', values['watch-at'], true);
 const watchUpdates = positive('watch-updates', values['watch-updates'], true);

@@ -173,6 +173,33 @@ describe('loadKubeConfig', () => {
     assert.equal(child.stdout.trim(), '0');
   });
 
+  it('loads yaml only to read a kubeconfig file', () => {
+    // An in-cluster client reads no YAML, so it need not load the parser.
+    // The second count proves the hook sees yaml when it does load.
+    const script = `
+      import { registerHooks } from 'node:module';
+      let loaded = 0;
+      registerHooks({ load(url, ctx, next) { if (url.includes('/node_modules/yaml/')) loaded++; return next(url, ctx); } });
+      const { loadKubeConfig } = await import(${JSON.stringify(new URL('./index.ts', import.meta.url).href)});
+      await loadKubeConfig({}, process.argv[1]).applyToHTTPSOptions({ headers: {} });
+      const inCluster = loaded;
+      loadKubeConfig({ kubeconfigPath: process.argv[2] });
+      process.stdout.write(JSON.stringify([inCluster, loaded > 0]));
+    `;
+    const sa = join(dir, 'serviceaccount');
+    mkdirSync(sa);
+    writeFileSync(join(sa, 'token'), 'token-1');
+    writeFileSync(join(sa, 'ca.crt'), 'CLUSTER-CA');
+    const path = join(dir, 'plain');
+    writeFileSync(path, kubeconfig('https://plain.example:6443'));
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, sa, path], {
+      encoding: 'utf8',
+      env: { ...process.env, KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' },
+    });
+    assert.equal(child.status, 0, child.stderr);
+    assert.deepEqual(JSON.parse(child.stdout), [0, true]);
+  });
+
   it('fails clearly with no configuration at all', () => {
     assert.throws(
       () => loadKubeConfig(),
