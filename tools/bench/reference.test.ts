@@ -8,8 +8,9 @@ import { spawn } from 'node:child_process';
 import { before, describe, it } from 'node:test';
 import type { V1StatefulSet, V1StatefulSetStatus } from '@kubernetes/client-node';
 import type { Condition } from '@regulon/runtime';
-import { render, type RenderCase } from './render.ts';
+import { render, renderChildren, type RenderCase } from './render.ts';
 import { referenceBinary } from './reference.ts';
+import { postgresFilesProblem } from './reference-go/gen-postgres-files.ts';
 
 const NOW = '2025-03-04T05:06:07.891Z';
 const EARLIER = '2025-03-01T00:00:00Z';
@@ -37,12 +38,11 @@ function statefulSet(
   status: V1StatefulSetStatus,
   opts: { image?: string; size?: string; generation?: number } = {},
 ): V1StatefulSet {
-  const applied = render({
+  const applied = renderChildren({
     database: db,
     password: 'unused',
     now: NOW,
-  } as unknown as RenderCase).children.find((c) => c.kind === 'StatefulSet')?.apply as
-    V1StatefulSet | undefined;
+  } as unknown as RenderCase).find((c) => c.kind === 'StatefulSet')?.apply as V1StatefulSet | undefined;
   const container = applied?.spec?.template.spec?.containers[0];
   const claim = applied?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests;
   if (!applied || !container || !claim)
@@ -60,6 +60,47 @@ const rolledOut = (n: number, generation = 1): V1StatefulSetStatus => ({
   availableReplicas: n,
   currentRevision: 'rev-1',
   updateRevision: 'rev-1',
+});
+
+/**
+ * A Pod of `db` as the reconcile lists it: ready or not (since `readySince`),
+ * with or without the role label.
+ */
+function pod(
+  db: { metadata: { name: string } },
+  ordinal: number,
+  opts: { ready: boolean; role?: string | undefined; since?: string; deleting?: boolean },
+) {
+  const name = `${db.metadata.name}-${ordinal}`;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace: 'team-a',
+      uid: `uid-${name}`,
+      creationTimestamp: EARLIER,
+      ...(opts.deleting ? { deletionTimestamp: NOW } : {}),
+      labels: {
+        'app.kubernetes.io/instance': db.metadata.name,
+        'apps.kubernetes.io/pod-index': String(ordinal),
+        ...(opts.role !== undefined ? { 'regulon.dev/role': opts.role } : {}),
+      },
+    },
+    status: {
+      podIP: `10.0.0.${ordinal + 1}`,
+      conditions: [
+        { type: 'Ready', status: opts.ready ? 'True' : 'False', lastTransitionTime: opts.since ?? EARLIER },
+      ],
+    },
+  };
+}
+
+/** The topology ConfigMap's data. */
+const topology = (primary: string, initialized: boolean, since?: string) => ({
+  primary,
+  initialized: String(initialized),
+  ...(since ? { since } : {}),
 });
 
 function job(name: string, status: Record<string, unknown>) {
@@ -82,16 +123,21 @@ const resources = {
 
 const dbRolling = database('orders', {
   replicas: 3,
+  replication: { synchronous: true },
   backup: { enabled: true, schedule: '30 2 * * 1-5', historyLimit: 5 },
   resources,
-  parameters: { max_connections: '200', search_path: `"$user", public`, log_line_prefix: `it's '%m'` },
+  parameters: {
+    max_connections: '200',
+    search_path: `"$user", public`,
+    log_line_prefix: `it's '%m'`,
+    application_name: String.raw`C:\dumps\it's`,
+  },
   storage: { size: '10Gi', storageClassName: 'fast-ssd' },
   pvcRetentionPolicy: 'Delete',
 });
 const dbReady = database('inventory', {
   engine: 'mysql',
   version: '8.4.4',
-  replicas: 3,
   backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 3 },
   credentials: { secretName: 'inventory-admin' },
   // Not as the API server spells them (2, 1Gi, 500m): Go reads the live StatefulSet typed, so it
@@ -115,11 +161,22 @@ const dbScaling = database('scaled', {
 });
 const dbBackups = database('reports', { parameters: { work_mem: '64MB', a_1: 'x', a1: 'y', A: 'z' } });
 const dbTuned = database('tuned', { parameters: { max_connections: '200' } });
+const backupsOff = { backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 3 } };
+/** What the benchmark creates: postgres, 1 replica, backups off. */
+const dbBench = database('bench', backupsOff);
+const dbNew = database('newdb', backupsOff);
+const dbLost = database('lost', { engine: 'mysql', version: '8.0.41', ...backupsOff });
+const dbWobbly = database('wobbly', backupsOff);
+const dbSwitch = database('switch', backupsOff, {
+  metadata: { annotations: { 'regulon.dev/switchover-to': 'switch-1' } },
+});
+const dbStray = database('stray', backupsOff);
 
-/** What a case's name promises of the status: its phase and the Progressing reason. */
+/** What a case's name promises of the status: its phase, the Progressing and ReplicationHealthy reasons. */
 interface Expected {
   phase: string;
   progressing: string;
+  replication?: string;
 }
 
 const CASES: Array<{ name: string; input: unknown; expect?: Expected }> = [
@@ -184,7 +241,7 @@ const CASES: Array<{ name: string; input: unknown; expect?: Expected }> = [
     expect: { phase: 'Provisioning', progressing: 'RollingOut' },
   },
   {
-    name: 'mysql, 3 replicas, referenced credentials, resources, rolled out: Ready, transition times kept where unchanged',
+    name: 'mysql, 1 replica, referenced credentials, resources, rolled out, its ready Pod observed: Ready, transition times kept where unchanged',
     input: {
       database: {
         ...dbReady,
@@ -201,10 +258,12 @@ const CASES: Array<{ name: string; input: unknown; expect?: Expected }> = [
         },
       },
       password: 'unused',
-      statefulSet: statefulSet(dbReady, rolledOut(3)),
+      statefulSet: statefulSet(dbReady, rolledOut(1)),
+      topology: topology('inventory-0', true),
+      pods: [pod(dbReady, 0, { ready: true, role: 'primary' })],
       now: NOW,
     },
-    expect: { phase: 'Ready', progressing: 'Stable' },
+    expect: { phase: 'Ready', progressing: 'Stable', replication: 'SingleInstance' },
   },
   {
     name: 'postgres rolled out on the previous version: Upgrading, Updating',
@@ -265,11 +324,16 @@ const CASES: Array<{ name: string; input: unknown; expect?: Expected }> = [
           currentVersion: '16.8',
           phase: 'Ready',
           lastBackup: '2025-02-28T03:00:00Z',
+          // Carried while the reconcile does not observe the instances.
+          currentPrimary: 'ledger-0',
+          systemIdentifier: '7312345678901234567',
+          instances: [{ name: 'ledger-0', role: 'primary', state: 'Primary' }],
           conditions: [
             condition('Degraded', 'False', 'AsExpected'),
             condition('Ready', 'True', 'AllReplicasReady'),
             condition('Progressing', 'False', 'Stable'),
             condition('BackupSucceeded', 'True', 'BackupCompleted'),
+            condition('ReplicationHealthy', 'True', 'Streaming'),
           ],
         },
       },
@@ -309,12 +373,106 @@ const CASES: Array<{ name: string; input: unknown; expect?: Expected }> = [
       now: NOW,
     },
   },
+  {
+    name: "the benchmark's Database once its Pod is ready: primary label, topology initialised (Event), requeue",
+    input: {
+      database: dbBench,
+      password: 'bench-pw',
+      replicationPassword: 'replication-pw',
+      statefulSet: statefulSet(dbBench, rolledOut(1)),
+      topology: topology('bench-0', false, '2025-03-01T00:00:00Z'),
+      pods: [pod(dbBench, 0, { ready: true })],
+      now: NOW,
+    },
+    expect: { phase: 'Ready', progressing: 'Stable', replication: 'SingleInstance' },
+  },
+  {
+    name: 'no topology recorded yet and no Pod: the first topology is applied, no primary while it initialises',
+    input: {
+      database: dbNew,
+      password: 'n',
+      statefulSet: statefulSet(dbNew, { ...rolledOut(1), readyReplicas: 0 }),
+      pods: [],
+      now: NOW,
+    },
+    expect: { phase: 'Provisioning', progressing: 'RollingOut', replication: 'SingleInstance' },
+  },
+  {
+    name: 'mysql whose only Pod has not been ready for longer than the failover delay: label removed, NoPrimary',
+    input: {
+      database: {
+        ...dbLost,
+        status: {
+          observedGeneration: 1,
+          currentVersion: '8.0.41',
+          currentPrimary: 'lost-0',
+          conditions: [condition('Ready', 'True', 'AllReplicasReady')],
+        },
+      },
+      password: 'l',
+      statefulSet: statefulSet(dbLost, { ...rolledOut(1), readyReplicas: 0 }),
+      topology: topology('lost-0', true),
+      pods: [pod(dbLost, 0, { ready: false, role: 'primary' })],
+      now: NOW,
+    },
+    expect: { phase: 'Updating', progressing: 'RollingOut', replication: 'SingleInstance' },
+  },
+  {
+    name: 'a Pod not ready for three seconds: one instance has no standby to fail over to, so no countdown and no requeue',
+    input: {
+      database: dbWobbly,
+      password: 'w',
+      statefulSet: statefulSet(dbWobbly, { ...rolledOut(1), readyReplicas: 0 }),
+      topology: topology('wobbly-0', true, '2025-03-01T00:00:00.250Z'),
+      pods: [pod(dbWobbly, 0, { ready: false, since: '2025-03-04T05:06:05Z' })],
+      now: NOW,
+    },
+  },
+  {
+    name: 'a switchover requested on one instance is refused (Warning) and the request removed',
+    input: {
+      database: dbSwitch,
+      password: 's',
+      statefulSet: statefulSet(dbSwitch, rolledOut(1)),
+      topology: topology('switch-0', true),
+      pods: [pod(dbSwitch, 0, { ready: true, role: 'primary' })],
+      now: NOW,
+    },
+    expect: { phase: 'Ready', progressing: 'Stable', replication: 'SingleInstance' },
+  },
+  {
+    name: 'a writable Pod on another ordinal than the named primary: its label removed, fenced (Warning, delete)',
+    input: {
+      database: dbStray,
+      password: 'x',
+      statefulSet: statefulSet(dbStray, rolledOut(1)),
+      topology: topology('stray-0', true),
+      pods: [pod(dbStray, 3, { ready: true, role: 'primary' })],
+      now: NOW,
+    },
+  },
+  {
+    name: 'a ready Pod being deleted keeps its label and is still the current primary',
+    input: {
+      database: dbStray,
+      password: 'x',
+      statefulSet: statefulSet(dbStray, rolledOut(1)),
+      topology: topology('stray-0', true),
+      pods: [pod(dbStray, 0, { ready: true, role: 'primary', deleting: true })],
+      now: NOW,
+    },
+  },
 ];
 
 /** The phase and the Progressing reason of a rendered status. */
-function promised(out: unknown): Expected {
+function promised(out: unknown, expected: Expected): Expected {
   const { phase, conditions } = (out as { status: { phase: string; conditions: Condition[] } }).status;
-  return { phase, progressing: conditions.find((c) => c.type === 'Progressing')?.reason ?? 'none' };
+  const reason = (type: string) => conditions.find((c) => c.type === type)?.reason ?? 'none';
+  return {
+    phase,
+    progressing: reason('Progressing'),
+    ...('replication' in expected ? { replication: reason('ReplicationHealthy') } : {}),
+  };
 }
 
 /** Renders every case with one `reference-go render` run (the input is an array). */
@@ -369,12 +527,12 @@ describe('reference-go render matches render.ts', () => {
   });
 
   for (const [i, c] of CASES.entries()) {
-    it(c.name, () => {
-      const ts = JSON.parse(JSON.stringify(render(c.input as RenderCase))) as unknown;
+    it(c.name, async () => {
+      const ts = JSON.parse(JSON.stringify(await render(c.input as RenderCase))) as unknown;
       const go = outputs[i];
       const diff = differences(go, ts);
       assert.deepStrictEqual(go, ts, `reference-go differs from render.ts:\n  ${diff.join('\n  ')}`);
-      if (c.expect) assert.deepStrictEqual(promised(ts), c.expect);
+      if (c.expect) assert.deepStrictEqual(promised(ts, c.expect), c.expect);
     });
   }
 
@@ -408,5 +566,34 @@ describe('reference-go render matches render.ts', () => {
     for (const k of ['PodDisruptionBudget+', 'PodDisruptionBudget-', 'CronJob+', 'CronJob-']) {
       assert.ok(kinds.includes(k), `a case ${k.endsWith('+') ? 'applies' : 'deletes'} a ${k.slice(0, -1)}`);
     }
+    type Out = {
+      status: { conditions: Condition[] };
+      topology?: unknown;
+      replicationCredentials?: unknown;
+      replication?: { calls: Array<{ verb: string; kind?: string; body?: unknown }> };
+    };
+    const reasons = new Set(
+      outputs.flatMap((o) => (o as Out).status.conditions.map((c) => `${c.type}/${c.reason}`)),
+    );
+    for (const r of [
+      'ReplicationHealthy/SingleInstance',
+      'ReplicationHealthy/NotObserved',
+      'ReplicationHealthy/Streaming',
+      'Ready/NoPrimary',
+    ])
+      assert.ok(reasons.has(r), `a case's status has ${r}`);
+    const calls = new Set(
+      outputs.flatMap((o) =>
+        ((o as Out).replication?.calls ?? []).map((c) => `${c.verb} ${c.kind ?? ''}`.trim()),
+      ),
+    );
+    for (const c of ['list Pod', 'patch Pod', 'apply ConfigMap', 'event', 'delete Pod', 'patch Database'])
+      assert.ok(calls.has(c), `a case's replication step makes a call: ${c}`);
+    assert.ok(outputs.some((o) => (o as Out).topology) && outputs.some((o) => !(o as Out).topology));
+    assert.ok(outputs.some((o) => (o as Out).replicationCredentials));
+  });
+
+  it('postgres-files.json (the texts reference-go embeds) is current', () => {
+    assert.equal(postgresFilesProblem(), undefined);
   });
 });

@@ -1,9 +1,10 @@
 // Builds the Go reference operator (tools/bench/reference-go) once per source
 // version: the binary lives outside the repository, in
 // ~/.cache/regulon/bench/reference-go-<hash>/reference-go, keyed by a hash of
-// go.mod, go.sum and every .go file, so a benchmark run or a test reuses it
-// until the Go code changes. REGULON_CACHE_DIR overrides the cache root, as it
-// does for the control-plane binaries.
+// go.mod, go.sum, every .go file and the .json files it embeds, so a
+// benchmark run or a test reuses it until the Go code changes.
+// REGULON_CACHE_DIR overrides the cache root, as it does for the
+// control-plane binaries.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -22,7 +23,9 @@ async function sourceFiles(dir: string): Promise<string[]> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) out.push(...(await sourceFiles(path)));
-    else if (entry.name.endsWith('.go') || entry.name === 'go.mod' || entry.name === 'go.sum') out.push(path);
+    // .json: files the binary embeds (postgres-files.json).
+    else if (/\.(go|json)$/.test(entry.name) || entry.name === 'go.mod' || entry.name === 'go.sum')
+      out.push(path);
   }
   return out;
 }

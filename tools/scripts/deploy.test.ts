@@ -476,9 +476,15 @@ test('the manager with only its ServiceAccount token reconciles every sample to 
     '-p',
     JSON.stringify({ spec: { replicas: 2, backup: { enabled: true } } }),
   );
-  await waitFor(`${db} Ready with two replicas`, async () => {
-    const got = await getJson<Db>('database', db, '-n', ns);
-    return got?.status?.phase === 'Ready' && got.status.readyReplicas === 2;
+  // KWOK's Pods run no server: the manager asks both instances over SQL (reading its replication
+  // Secret and the topology as its ServiceAccount), gets no answer, and says so.
+  await waitFor(`${db} observed with two instances, NoPrimary`, async () => {
+    const got = await getJson<DatabaseObject>('database', db, '-n', ns);
+    return (
+      got?.status?.observedGeneration === got?.metadata.generation &&
+      got?.status?.instances?.length === 2 &&
+      got.status.conditions?.find((c) => c.type === 'Ready')?.reason === 'NoPrimary'
+    );
   });
   for (const [kind, name] of [
     ['service', n.readOnlyService],
@@ -486,6 +492,8 @@ test('the manager with only its ServiceAccount token reconciles every sample to 
     ['cronjob', n.backup],
     ['secret', n.credentials],
     ['configmap', n.config],
+    ['configmap', n.topology],
+    ['secret', n.replicationCredentials],
     ['serviceaccount', n.serviceAccount],
   ] as const)
     assert.ok(await getJson(kind, name, '-n', ns), `${kind}/${name} created`);
@@ -495,7 +503,8 @@ test('the manager with only its ServiceAccount token reconciles every sample to 
     '-n',
     ns,
   );
-  assert.equal(primary?.metadata.labels['regulon.dev/role'], 'primary', 'Pod role label patched');
+  // The label the Single-instance Database had is removed (Pod patch): no evidence, no role.
+  assert.equal(primary?.metadata.labels['regulon.dev/role'], undefined, 'no role without an answer over SQL');
 
   // A Database naming a missing Secret: Degraded, and a Warning Event (events.k8s.io create).
   const orphan = stringify({
@@ -647,6 +656,12 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'patch', resource: 'databases', group: 'regulon.dev', subresource: 'status', namespace: app },
     { verb: 'patch', resource: 'statefulsets', group: 'apps', namespace: app },
     { verb: 'get', resource: 'persistentvolumeclaims', namespace: app },
+    // Database replication: the replication password, the topology read fresh, fencing a
+    // former primary by deleting its Pod, and removing a carried-out switchover request.
+    { verb: 'get', resource: 'secrets', namespace: app },
+    { verb: 'get', resource: 'configmaps', namespace: app },
+    { verb: 'delete', resource: 'pods', namespace: app },
+    { verb: 'patch', resource: 'databases', group: 'regulon.dev', namespace: app },
     { verb: 'create', resource: 'events', group: 'events.k8s.io', namespace: app },
     { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
     { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
@@ -669,8 +684,8 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: app },
     { verb: 'create', resource: 'pods', namespace: app },
     { verb: 'create', resource: 'pods', subresource: 'exec', namespace: app },
-    // Secrets: created once, never read back one by one, rewritten or deleted.
-    { verb: 'get', resource: 'secrets', namespace: app },
+    // Secrets: created once, never rewritten or deleted (read one by one only for the
+    // replication password the manager connects to database instances with).
     { verb: 'update', resource: 'secrets', namespace: app },
     { verb: 'patch', resource: 'secrets', namespace: app },
     { verb: 'deletecollection', resource: 'secrets', namespace: app },
@@ -682,9 +697,7 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     // Children it never deletes or replaces.
     { verb: 'update', resource: 'statefulsets', group: 'apps', namespace: app },
     { verb: 'delete', resource: 'persistentvolumeclaims', namespace: app },
-    { verb: 'delete', resource: 'pods', namespace: app },
     { verb: 'create', resource: 'jobs', group: 'batch', namespace: app },
-    { verb: 'get', resource: 'configmaps', namespace: app },
     // Leases: only in its own namespace, never deleted.
     { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system' },
     { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-node-lease' },

@@ -68,8 +68,37 @@ export const DatabaseSpec = WithRules(
       minimum: 1,
       maximum: 5,
       default: 1,
-      description: 'Pods; ordinal 0 is the primary.',
+      description:
+        'Instances: one primary and replicas - 1 streaming replicas (postgres). The primary starts on ordinal 0 and moves on failover or switchover.',
     }),
+    replication: Type.Optional(
+      Type.Object({
+        synchronous: Type.Optional(
+          Type.Boolean({
+            default: false,
+            description:
+              'Commit only once a replica has the WAL too (no acknowledged write lost on failover); writes wait while no replica streams.',
+          }),
+        ),
+        failoverDelaySeconds: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            maximum: 3600,
+            default: 10,
+            description:
+              'How long the primary may be lost (Pod gone, not ready, unreachable) before a replica is promoted.',
+          }),
+        ),
+        maxLagBytes: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            default: 16777216,
+            description:
+              'A replica further behind the primary than this leaves the read-only Service until it catches up.',
+          }),
+        ),
+      }),
+    ),
     storage: Type.Object({
       size: GrowOnly(
         Quantity({ positive: true, description: 'Volume size per Pod; can grow, never shrink.' }),
@@ -139,6 +168,18 @@ export const DatabaseSpec = WithRules(
     fieldPath: '.engine',
   },
   {
+    rule: '!has(self.replication) || !has(self.replication.synchronous) || !self.replication.synchronous || self.replicas >= 2',
+    message:
+      'synchronous replication needs replicas >= 2: with no replica to confirm them, every write would wait forever',
+    fieldPath: '.replication.synchronous',
+  },
+  {
+    rule: "self.engine == 'postgres' || self.replicas == 1",
+    message:
+      'replication is implemented for postgres only: a mysql Database runs one instance (replicas: 1); more would be independent servers holding different data',
+    fieldPath: '.replicas',
+  },
+  {
     rule: wellFormed('self.version'),
     message: "version must be a dotted number such as 16.8 (one the manager's image catalog lists)",
     fieldPath: '.version',
@@ -183,6 +224,37 @@ export const DatabaseStatus = Type.Object({
   currentVersion: Type.Optional(Type.String({ description: 'The version every Pod runs.' })),
   lastBackup: Type.Optional(Type.String({ format: 'date-time' })),
   binding: Type.Optional(Type.Object({ name: Type.String() })),
+  currentPrimary: Type.Optional(
+    Type.String({ description: 'The instance (Pod) that accepts writes; absent while none does.' }),
+  ),
+  systemIdentifier: Type.Optional(
+    Type.String({
+      description: "The cluster's system identifier: an instance of another cluster is never promoted.",
+    }),
+  ),
+  instances: Type.Optional(
+    Type.Array(
+      Type.Object({
+        name: Type.String(),
+        role: Type.String({
+          description: 'primary, replica, or standby (not serving reads: starting, lagging or not streaming)',
+        }),
+        state: Type.String({
+          description: 'Primary, Streaming, Lagging, NotStreaming, Unreachable, Missing',
+        }),
+        timeline: Type.Optional(Type.Integer()),
+        lsn: Type.Optional(
+          Type.String({ description: 'Write position (primary) or received position (replica).' }),
+        ),
+        lagBytes: Type.Optional(
+          Type.Integer({
+            description: "WAL the replica has not replayed yet, behind the primary's write position.",
+          }),
+        ),
+      }),
+      { maxItems: 10 },
+    ),
+  ),
   endpoint: Type.Optional(Type.String()),
 });
 
@@ -215,6 +287,7 @@ export const Database = defineKind({
     { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
     { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
     { name: 'Status', type: 'string', jsonPath: '.status.phase' },
+    { name: 'Primary', type: 'string', jsonPath: '.status.currentPrimary' },
     { name: 'Last Backup', type: 'date', jsonPath: '.status.lastBackup' },
     { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint', priority: 1 },
     {

@@ -6,6 +6,7 @@ import {
 } from '@regulon/conventions';
 import type {
   V1ConfigMap,
+  V1Container,
   V1CronJob,
   V1PodDisruptionBudget,
   V1Secret,
@@ -16,6 +17,9 @@ import type {
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { DatabaseObject } from './api.ts';
 import { renderConfig } from './config.ts';
+import { postgresContainer, postgresFiles, postgresVolumes } from './postgres/pod.ts';
+import { REPLICATION_USER } from './postgres/start-script.ts';
+import type { Topology } from './replication/plan.ts';
 import { childNames, labels, ROLE_LABEL, selector } from './names.ts';
 import { ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
 
@@ -53,13 +57,56 @@ function engineImage(db: DatabaseObject, given: string | undefined): string {
   return resolved;
 }
 
-export function desiredConfigMap(db: DatabaseObject): V1ConfigMap {
+/** The engine's files: its configuration and, for postgres, pg_hba.conf and the start script. */
+function configFiles(db: DatabaseObject): Record<string, string> {
   const { file, content } = renderConfig(db);
+  return { [file]: content, ...(db.spec.engine === 'postgres' ? postgresFiles() : {}) };
+}
+
+export function desiredConfigMap(db: DatabaseObject): V1ConfigMap {
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: childNames(db).config, labels: labels(db) },
-    data: { [file]: content },
+    data: configFiles(db),
+  };
+}
+
+/** The topology ConfigMap (see replication/plan.ts): which instance may be writable. */
+export function topologyConfigMap(db: DatabaseObject, t: Topology): V1ConfigMap {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: childNames(db).topology, labels: labels(db) },
+    data: {
+      primary: t.primary,
+      initialized: String(t.initialized),
+      ...(t.since !== undefined ? { since: new Date(t.since).toISOString() } : {}),
+    },
+  };
+}
+
+/** The topology a ConfigMap records; undefined when it records none (it is created with ordinal 0 named). */
+export function topologyOf(cm: V1ConfigMap | undefined): Topology | undefined {
+  const d = cm?.data;
+  if (!d?.['primary']) return undefined;
+  const since = d['since'] ? Date.parse(d['since']) : NaN;
+  return {
+    primary: d['primary'],
+    initialized: d['initialized'] === 'true',
+    since: Number.isNaN(since) ? undefined : since,
+  };
+}
+
+/**
+ * The replication role's password (postgres): created once like the
+ * application's credentials, and never shown to the application.
+ */
+export function replicationCredentials(db: DatabaseObject, password: string): V1Secret {
+  return {
+    metadata: { name: childNames(db).replicationCredentials, labels: labels(db) },
+    type: 'kubernetes.io/basic-auth',
+    stringData: { username: REPLICATION_USER, password },
   };
 }
 
@@ -112,54 +159,59 @@ export function desiredDisruptionBudget(db: DatabaseObject): V1PodDisruptionBudg
   };
 }
 
+/** mysql runs the official image's entrypoint, which initialises from these variables (one instance: no replication). */
+function mysqlContainer(credentialsSecret: string, image: string): V1Container {
+  const d = ENGINE_DEFAULTS.mysql;
+  const probe = { exec: { command: ['mysqladmin', 'ping', '-h', '127.0.0.1'] } };
+  return {
+    name: 'mysql',
+    image,
+    ports: [{ name: 'mysql', containerPort: d.port }],
+    env: [
+      {
+        name: 'MYSQL_ROOT_PASSWORD',
+        valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'password' } },
+      },
+      {
+        name: 'MYSQL_DATABASE',
+        valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'database', optional: true } },
+      },
+    ],
+    readinessProbe: { ...probe, periodSeconds: 10, timeoutSeconds: 5 },
+    livenessProbe: { ...probe, initialDelaySeconds: 30, periodSeconds: 20, timeoutSeconds: 5 },
+    securityContext: restrictedContainerSecurityContext({ readOnlyRootFilesystem: false }),
+    volumeMounts: [
+      { name: 'data', mountPath: d.dataDir },
+      { name: 'config', mountPath: '/etc/mysql/conf.d' },
+    ],
+  };
+}
+
 export function desiredStatefulSet(
   db: DatabaseObject,
   credentialsSecret: string,
   imageRef?: string,
+  instances: number = db.spec.replicas,
 ): V1StatefulSet {
   const n = childNames(db);
-  const d = ENGINE_DEFAULTS[db.spec.engine];
-  const { content } = renderConfig(db);
-  const env =
-    db.spec.engine === 'postgres'
-      ? [
-          {
-            name: 'POSTGRES_USER',
-            valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'username' } },
-          },
-          {
-            name: 'POSTGRES_PASSWORD',
-            valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'password' } },
-          },
-          {
-            name: 'POSTGRES_DB',
-            valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'database', optional: true } },
-          },
-          { name: 'PGDATA', value: `${d.dataDir}/pgdata` },
-        ]
-      : [
-          {
-            name: 'MYSQL_ROOT_PASSWORD',
-            valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'password' } },
-          },
-          {
-            name: 'MYSQL_DATABASE',
-            valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'database', optional: true } },
-          },
-        ];
-  const probe =
-    db.spec.engine === 'postgres'
-      ? { exec: { command: ['pg_isready', '-U', 'postgres', '-h', '127.0.0.1'] } }
-      : { exec: { command: ['mysqladmin', 'ping', '-h', '127.0.0.1'] } };
+  const content = Object.entries(configFiles(db))
+    .map(([k, v]) => `${k}\n${v}`)
+    .join('\n');
+  const postgres = db.spec.engine === 'postgres';
+  const container = postgres
+    ? postgresContainer(db, credentialsSecret, engineImage(db, imageRef))
+    : mysqlContainer(credentialsSecret, engineImage(db, imageRef));
   return {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
     metadata: { name: n.statefulSet, labels: labels(db) },
     spec: {
       serviceName: n.headlessService,
-      replicas: db.spec.replicas,
+      // More than spec.replicas only while the primary still runs on an ordinal being scaled away.
+      replicas: instances,
       selector: { matchLabels: selector(db) },
-      podManagementPolicy: 'OrderedReady',
+      // Every instance starts at once: the start script, not the ordinal order, decides who clones whom.
+      podManagementPolicy: 'Parallel',
       updateStrategy: { type: 'RollingUpdate' },
       persistentVolumeClaimRetentionPolicy: {
         whenDeleted: db.spec.pvcRetentionPolicy ?? 'Retain',
@@ -172,25 +224,9 @@ export function desiredStatefulSet(
           automountServiceAccountToken: false,
           securityContext: restrictedPodSecurityContext(DB_USER),
           containers: [
-            {
-              name: db.spec.engine,
-              image: engineImage(db, imageRef),
-              ports: [{ name: db.spec.engine, containerPort: d.port }],
-              env,
-              ...(db.spec.resources ? { resources: quantities(db.spec.resources) } : {}),
-              readinessProbe: { ...probe, periodSeconds: 10, timeoutSeconds: 5 },
-              livenessProbe: { ...probe, initialDelaySeconds: 30, periodSeconds: 20, timeoutSeconds: 5 },
-              securityContext: restrictedContainerSecurityContext({ readOnlyRootFilesystem: false }),
-              volumeMounts: [
-                { name: 'data', mountPath: d.dataDir },
-                {
-                  name: 'config',
-                  mountPath: db.spec.engine === 'postgres' ? '/etc/postgresql' : '/etc/mysql/conf.d',
-                },
-              ],
-            },
+            { ...container, ...(db.spec.resources ? { resources: quantities(db.spec.resources) } : {}) },
           ],
-          volumes: [{ name: 'config', configMap: { name: n.config } }],
+          volumes: postgres ? postgresVolumes(db) : [{ name: 'config', configMap: { name: n.config } }],
         },
       },
       volumeClaimTemplates: [
@@ -327,10 +363,11 @@ export function desiredChildren(
   db: DatabaseObject,
   createdStorageSize?: string,
   imageRef?: string,
+  instances: number = db.spec.replicas,
 ): DesiredChild[] {
   const n = childNames(db);
   const services = desiredServices(db);
-  const sts = desiredStatefulSet(db, n.credentials, imageRef);
+  const sts = desiredStatefulSet(db, n.credentials, imageRef, instances);
   const claim = sts.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests;
   if (createdStorageSize && claim) claim['storage'] = createdStorageSize;
   return [

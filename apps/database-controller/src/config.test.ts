@@ -4,7 +4,7 @@
 // the way its engine reads it (postgres: guc-file.l; mysql: my_default.cc).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { InvalidParametersError, renderConfig } from './config.ts';
+import { InvalidParametersError, postgresOperatorSettings, renderConfig } from './config.ts';
 import { canonicalName, isReservedName, PARAMETER_LIMITS } from './parameters.ts';
 import { CONTROL_CHARACTERS, PARAMETER_ROWS, databaseWith } from './testing/parameters-corpus.ts';
 import { RESERVED_PARAMETERS, type Engine } from './versions.ts';
@@ -113,30 +113,54 @@ describe('renderConfig', () => {
     const { file, content } = renderConfig(db('postgres', { max_connections: '200', ...TRICKY }));
     assert.equal(file, 'postgresql.conf');
     const read = readPostgres(content);
+    const operator = postgresOperatorSettings(db('postgres', {})).map(([n]) => n);
+    assert.deepEqual(
+      read.slice(0, operator.length).map(([n]) => n),
+      operator,
+      "the operator's settings come first",
+    );
     assert.deepEqual(read.slice(0, 2), [
       ['listen_addresses', '*'],
       ['port', '5432'],
     ]);
+    const user = read.slice(operator.length);
     assert.deepEqual(
-      new Map(read.slice(2)),
+      new Map(user),
       new Map(Object.entries({ max_connections: '200', ...TRICKY })),
       'every value reads back unchanged',
     );
-    assert.equal(read.length, 2 + 1 + Object.keys(TRICKY).length, 'one line per parameter, nothing more');
+    assert.equal(user.length, 1 + Object.keys(TRICKY).length, 'one line per parameter, nothing more');
     assert.equal(
-      read.filter(([n]) => isReservedName('postgres', n)).length,
-      2,
+      user.filter(([n]) => isReservedName('postgres', n)).length,
+      0,
       'only the operator sets reserved names',
+    );
+    assert.ok(
+      operator.every(
+        (n) => isReservedName('postgres', n) || ['max_wal_senders', 'max_replication_slots'].includes(n),
+      ),
+      'what the operator sets, a user cannot (but may raise the sender and slot limits)',
     );
   });
 
-  test('postgres: plain values render as before (no rollout on upgrade)', () => {
+  test('postgres: values render as postgresql.conf literals after the operator settings', () => {
+    const operator = postgresOperatorSettings(db('postgres', {}))
+      .map(([k, v]) => `${k} = ${v}\n`)
+      .join('');
     assert.equal(
       renderConfig(
         db('postgres', { work_mem: '4MB', search_path: '"$user", public', log_line_prefix: "it's '%m'" }),
       ).content,
-      `listen_addresses = '*'\nport = 5432\nlog_line_prefix = 'it''s ''%m'''\nsearch_path = '"$user", public'\nwork_mem = '4MB'\n`,
+      `${operator}log_line_prefix = 'it''s ''%m'''\nsearch_path = '"$user", public'\nwork_mem = '4MB'\n`,
     );
+  });
+
+  test('postgres: synchronous replication waits for any one standby', () => {
+    const sync = db('postgres', {});
+    sync.spec.replicas = 2;
+    sync.spec.replication = { synchronous: true };
+    assert.match(renderConfig(sync).content, /^synchronous_standby_names = 'ANY 1 \(\*\)'$/m);
+    assert.doesNotMatch(renderConfig(db('postgres', {})).content, /synchronous_standby_names/);
   });
 
   test('mysql: each parameter is one line in [mysqld], with no directive and no reserved name', () => {

@@ -26,6 +26,28 @@ export class InvalidParametersError extends Error {
 const postgresValue = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 
 /**
+ * What the operator sets in postgresql.conf, before the user's parameters:
+ * where it listens, the pg_hba.conf it mounts, and what streaming
+ * replication and pg_rewind need (WAL for standbys, slots, hint bits logged).
+ * Synchronous replication waits for any one standby (`ANY 1 (*)`): whichever
+ * replica is promoted later, the most advanced one has every acknowledged commit.
+ */
+export function postgresOperatorSettings(db: DatabaseObject): Array<[string, string]> {
+  const settings: Array<[string, string]> = [
+    ['listen_addresses', `'*'`],
+    ['port', String(ENGINE_DEFAULTS.postgres.port)],
+    ['hba_file', `'/etc/postgresql/pg_hba.conf'`],
+    ['wal_level', `'replica'`],
+    ['hot_standby', 'on'],
+    ['wal_log_hints', 'on'],
+    ['max_wal_senders', '10'],
+    ['max_replication_slots', '10'],
+  ];
+  if (db.spec.replication?.synchronous) settings.push(['synchronous_standby_names', `'ANY 1 (*)'`]);
+  return settings;
+}
+
+/**
  * The engine's configuration file from spec.parameters, one setting per line;
  * reserved settings are the operator's. Throws {@link InvalidParametersError}
  * rather than write a line that could end early or set something reserved.
@@ -47,8 +69,7 @@ export function renderConfig(db: DatabaseObject): { file: string; content: strin
   if (problems.length) throw new InvalidParametersError(problems);
   if (engine === 'postgres') {
     const lines = [
-      `listen_addresses = '*'`,
-      `port = ${d.port}`,
+      ...postgresOperatorSettings(db).map(([k, v]) => `${k} = ${v}`),
       ...params.map(([k, v]) => `${k} = ${postgresValue(v)}`),
     ];
     return { file: 'postgresql.conf', content: `${lines.join('\n')}\n` };

@@ -1,11 +1,12 @@
 import { Kinds, type KubeObject } from '@regulon/client';
 import { MANAGED_BY } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
-import type { CacheReader, Manager } from '@regulon/runtime';
+import type { CacheReader, Context, Manager } from '@regulon/runtime';
 import { Database } from './api.ts';
 import { MAX_NAME_LENGTH } from './names.ts';
 import { FIELD_MANAGER, PodMetadata, reconcileDatabase, SecretMetadata } from './reconciler.ts';
 import { computeStatus, observedFrom } from './status.ts';
+import type { ReplicationView } from './replication/replication.ts';
 import { OFFICIAL_IMAGES } from './versions.ts';
 
 export { Database, DatabaseSpec, DatabaseStatus, GROUP, type DatabaseObject } from './api.ts';
@@ -29,6 +30,8 @@ export interface DatabaseControllerOptions {
 /** Registers the Database controller with a manager. */
 export function setupDatabaseController(mgr: Manager, options: DatabaseControllerOptions = {}): void {
   const catalog = options.imageCatalog ?? OFFICIAL_IMAGES;
+  // What a reconcile saw of the instances, handed to the status it ends with.
+  const views = new WeakMap<Context, ReplicationView>();
   mgr
     .controller(CONTROLLER_NAME)
     .for(Database, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'StatefulSet Pods, backup Jobs' } })
@@ -52,8 +55,10 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
       fieldManager: FIELD_MANAGER,
       maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1,
     })
-    .withStatus((db, problem, ctx) => computeStatus(db, { ...observedFrom(db, ctx, catalog), problem }))
-    .reconcile(reconcileDatabase(catalog));
+    .withStatus((db, problem, ctx) =>
+      computeStatus(db, { ...observedFrom(db, ctx, catalog), problem, replication: views.get(ctx) }),
+    )
+    .reconcile(reconcileDatabase(catalog, views));
 }
 
 /** Pods and backup Jobs wake the Database they are labelled with. */

@@ -17,6 +17,10 @@ export interface ChildNames {
   serviceAccount: string;
   disruptionBudget: string;
   backup: string;
+  /** Which instance is the primary (replication/plan.ts); read by the Pods when they start. */
+  topology: string;
+  /** The replication role's password, generated once (postgres). */
+  replicationCredentials: string;
 }
 
 export function childNames(db: DatabaseObject): ChildNames {
@@ -31,6 +35,8 @@ export function childNames(db: DatabaseObject): ChildNames {
     serviceAccount: n,
     disruptionBudget: n,
     backup: `${n}-backup`,
+    topology: `${n}-topology`,
+    replicationCredentials: `${n}-replication`,
   };
 }
 
@@ -46,6 +52,16 @@ export function labels(db: DatabaseObject): Record<string, string> {
 
 export function selector(db: DatabaseObject): Record<string, string> {
   return { 'app.kubernetes.io/name': db.spec.engine, 'app.kubernetes.io/instance': db.metadata.name! };
+}
+
+/** The Pod of ordinal `i`. */
+export function podName(db: DatabaseObject, i: number): string {
+  return `${db.metadata.name!}-${i}`;
+}
+
+/** The ordinal of a Pod of this Database, from its name. */
+export function ordinalOf(db: DatabaseObject, pod: string): number {
+  return Number(pod.slice(db.metadata.name!.length + 1));
 }
 
 /** The Pod label the primary carries, and the Services select on. */

@@ -11,7 +11,8 @@ import type { V1PolicyRule } from '@kubernetes/client-node';
  * - delete: only for the optional children it removes when the spec drops them.
  */
 export const DATABASE_RBAC: readonly V1PolicyRule[] = [
-  { apiGroups: ['regulon.dev'], resources: ['databases'], verbs: ['list', 'watch'] },
+  // patch: only to remove a switchover request (annotation) once carried out or refused.
+  { apiGroups: ['regulon.dev'], resources: ['databases'], verbs: ['list', 'watch', 'patch'] },
   // Status is server-side applied on the subresource; the spec is never written.
   { apiGroups: ['regulon.dev'], resources: ['databases/status'], verbs: ['patch'] },
   // Children carry a controller ownerReference with blockOwnerDeletion: clusters that run the
@@ -20,11 +21,10 @@ export const DATABASE_RBAC: readonly V1PolicyRule[] = [
   { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['list', 'watch', 'create', 'patch'] },
   // The read-only Service goes away when replicas drop to 1.
   { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
-  {
-    apiGroups: [''],
-    resources: ['configmaps', 'serviceaccounts'],
-    verbs: ['list', 'watch', 'create', 'patch'],
-  },
+  { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['list', 'watch', 'create', 'patch'] },
+  // get: the topology ConfigMap (which instance is the primary) is read from the API server, never
+  // from a cache that may be a moment behind the manager's own last change of it.
+  { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
   // The PodDisruptionBudget exists only with replicas > 1; the backup CronJob only with backups on.
   {
     apiGroups: ['policy'],
@@ -32,13 +32,15 @@ export const DATABASE_RBAC: readonly V1PolicyRule[] = [
     verbs: ['list', 'watch', 'create', 'patch', 'delete'],
   },
   { apiGroups: ['batch'], resources: ['cronjobs'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
-  // Secrets are watched as metadata only and generated credentials are created once:
-  // no get, update or patch, so the controller can never read back or rewrite a password
-  // by a single-object call. (list/watch can still return data to a client that asks for
-  // full objects: RBAC has no metadata-only verb.)
-  { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create'] },
-  // Pods: metadata-only watch, and a merge patch of the role label (primary/replica).
-  { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'patch'] },
+  // Secrets are watched as metadata only and generated credentials are created once: no
+  // update or patch, so the controller never rewrites a password. get: the replication
+  // role's password (its own `<name>-replication` Secret), which the manager connects to
+  // the instances with; it is read per reconcile and never kept or logged. (RBAC cannot
+  // name Secrets by a pattern, so the verb covers the namespace's Secrets.)
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create'] },
+  // Pods: a list of a Database's Pods (their IPs and readiness), a merge patch of the role
+  // label the Services select on, and delete to fence a former primary before a promotion.
+  { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'patch', 'delete'] },
   // Backup Jobs are read for status (the CronJob creates them).
   { apiGroups: ['batch'], resources: ['jobs'], verbs: ['list', 'watch'] },
   // Volume growth: one GET per PVC (not cached: PVCs are few and rarely read) and a merge patch of the size.

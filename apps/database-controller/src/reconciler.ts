@@ -1,4 +1,4 @@
-import type { V1PersistentVolumeClaim, V1StatefulSet } from '@kubernetes/client-node';
+import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
 import { Kinds, isNotFound, metadataOnly } from '@regulon/client';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import {
@@ -16,16 +16,25 @@ import {
   desiredChildren,
   generatedCredentials,
   image,
+  replicationCredentials,
+  topologyConfigMap,
   type DesiredChild,
 } from './children.ts';
+import {
+  firstTopology,
+  instanceCount,
+  recordedTopology,
+  reconcileReplication,
+  TroubleClock,
+  type ReplicationView,
+} from './replication/replication.ts';
 import { InvalidParametersError } from './config.ts';
-import { childNames, ROLE_LABEL, selector } from './names.ts';
+import { childNames } from './names.ts';
 
 export const FIELD_MANAGER = 'regulon-database';
 /** Pods are read as metadata only (their role is a label), Secrets too: credentials are never held in memory. */
 export const PodMetadata = metadataOnly(Kinds.Pod);
 export const SecretMetadata = metadataOnly(Kinds.Secret);
-const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';
 
 /**
  * Reconciles one Database: credentials first (a referenced Secret must exist,
@@ -33,9 +42,14 @@ const POD_INDEX_LABEL = 'apps.kubernetes.io/pod-index';
  * server-side apply, the Pods' roles and the volumes' size. Whatever stops it
  * is a ProblemError, reported by the runtime in the status.
  */
-export function reconcileDatabase(catalog: ImageCatalog): ReconcileFunc<DatabaseObject> {
+export function reconcileDatabase(
+  catalog: ImageCatalog,
+  views: WeakMap<Context, ReplicationView> = new WeakMap(),
+  clock: TroubleClock = new TroubleClock(),
+): ReconcileFunc<DatabaseObject> {
   return async (db, ctx) => {
     await ensureCredentials(db, ctx);
+    if (db.spec.engine === 'postgres') await ensureReplicationCredentials(db, ctx);
     // A version the catalog lacks runs nothing new: the StatefulSet keeps the image it has.
     const imageRef = image(db, catalog);
     if (!imageRef)
@@ -43,13 +57,20 @@ export function reconcileDatabase(catalog: ImageCatalog): ReconcileFunc<Database
         reason: 'VersionNotInCatalog',
         message: `${catalog.unsupported(db.spec.engine, db.spec.version)}. Set spec.version to one of those, or add the version to the image catalog.`,
       });
+    const recorded = await recordedTopology(db, ctx);
+    const topology = recorded ?? firstTopology(db);
     // Read once: the claim size it was created with, and how many Pods it runs.
     const sts = ctx.get(Kinds.StatefulSet, childNames(db).statefulSet);
-    const children = renderChildren(db, createdClaimSize(sts), imageRef);
+    const children = renderChildren(db, createdClaimSize(sts), imageRef, instanceCount(db, topology));
+    // The Pods read the topology when they start: it exists before they do. Only ever
+    // created here; changes are the replication plan's, never a re-render.
+    if (!recorded) await ctx.apply([topologyConfigMap(db, topology)]);
     await ctx.apply(children.flatMap((c) => (c.object ? [c.object] : [])));
     for (const c of children) if (!c.object) await ctx.delete(c.type, c.name);
-    await labelRoles(db, sts, ctx);
+    const { view, requeueAfter } = await reconcileReplication(db, ctx, topology, clock);
+    views.set(ctx, view);
     await growVolumes(db, createdClaimSize(sts), ctx);
+    return requeueAfter !== undefined ? { requeueAfter } : undefined;
   };
 }
 
@@ -58,9 +79,10 @@ function renderChildren(
   db: DatabaseObject,
   createdSize: string | undefined,
   imageRef: string,
+  instances: number,
 ): DesiredChild[] {
   try {
-    return desiredChildren(db, createdSize, imageRef);
+    return desiredChildren(db, createdSize, imageRef, instances);
   } catch (err) {
     if (err instanceof InvalidParametersError)
       throw new ProblemError({ reason: err.reason, message: err.message });
@@ -99,34 +121,20 @@ async function ensureCredentials(db: DatabaseObject, ctx: Context): Promise<void
 }
 
 /**
- * Ordinal 0 is the primary: the client Service selects role=primary, the
- * read-only one role=replica. Pods are looked up by their StatefulSet names
- * (`<name>-<ordinal>`), not by scanning the namespace's Pods: a scan made
- * every reconcile cost grow with the square of the Databases in a namespace.
+ * The replication role's password (postgres), created once: the data
+ * directory holds the role with this password, so a lost Secret is reported,
+ * never replaced.
  */
-async function labelRoles(db: DatabaseObject, sts: V1StatefulSet | undefined, ctx: Context): Promise<void> {
-  const sel = selector(db);
-  const stsName = childNames(db).statefulSet;
-  // Ordinals above spec.replicas may still run while scaling down.
-  const count = Math.max(db.spec.replicas, sts?.status?.replicas ?? 0);
-  for (let i = 0; i < count; i++) {
-    const pod = ctx.get(PodMetadata, `${stsName}-${i}`);
-    if (!pod || !Object.entries(sel).every(([k, v]) => pod.metadata?.labels?.[k] === v)) continue;
-    const index = pod.metadata?.labels?.[POD_INDEX_LABEL];
-    if (index === undefined) continue;
-    const role = index === '0' ? 'primary' : 'replica';
-    if (pod.metadata?.labels?.[ROLE_LABEL] === role) continue;
-    await ctx.client
-      .resource(Kinds.Pod)
-      .patch(
-        `${stsName}-${i}`,
-        { metadata: { labels: { [ROLE_LABEL]: role } } },
-        { type: 'merge', namespace: db.metadata.namespace!, signal: ctx.signal },
-      )
-      .catch((err: unknown) => {
-        if (!isNotFound(err)) throw err;
-      });
-  }
+async function ensureReplicationCredentials(db: DatabaseObject, ctx: Context): Promise<void> {
+  const name = childNames(db).replicationCredentials;
+  const outcome = await ctx.createOnce(name, () => replicationCredentials(db, generatePassword()), {
+    inUse: () => hasDataVolume(db, ctx),
+  });
+  if (outcome === 'lost')
+    throw new ProblemError({
+      reason: 'ReplicationSecretLost',
+      message: `Secret ${name} with the replication password is gone, but the data volumes still use it: restore the Secret ${name} from a backup. A new password would not match the role in the data, so none is generated.`,
+    });
 }
 
 /**

@@ -12,6 +12,8 @@ import {
   type Problem,
 } from '@regulon/runtime';
 import type { DatabaseObject } from './api.ts';
+import { formatLsn } from './postgres/instance.ts';
+import type { ReplicationView } from './replication/replication.ts';
 import { desiredStatefulSet, image } from './children.ts';
 import { InvalidParametersError } from './config.ts';
 import { childNames, selector } from './names.ts';
@@ -26,6 +28,8 @@ export interface Observed {
   credentialsSecret: string;
   /** The image the catalog gives spec.version (default: the official one); undefined when it has none. */
   image?: string | undefined;
+  /** What this reconcile saw of the instances; undefined when it stopped before looking. */
+  replication?: ReplicationView | undefined;
 }
 
 /** What the status is computed from, as the controller's cache shows it (the problem comes from the reconcile). */
@@ -81,8 +85,17 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
 
   // Degraded and Stalled; a problem is also what Ready names (`kubectl wait` and kstatus read Ready).
   c = setProblemConditions(c, o.problem, { observedGeneration: gen, now });
+  const r = o.replication;
+  const primary = r ? r.plan.currentPrimary : prev.currentPrimary;
   if (!o.problem) {
     if (!sts) set('Ready', 'Unknown', 'StatefulSetMissing', 'The StatefulSet does not exist yet');
+    else if (r && !primary)
+      set(
+        'Ready',
+        'False',
+        'NoPrimary',
+        `No instance accepts writes: ${r.plan.waiting ?? 'waiting for the primary'}`,
+      );
     else if (done)
       set(
         'Ready',
@@ -137,6 +150,14 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
     set('BackupSucceeded', 'True', 'BackupCompleted', `Backup ${latest.metadata?.name} completed`);
   else set('BackupSucceeded', 'False', 'BackupFailed', `Backup ${latest.metadata?.name} failed`);
 
+  if (r) {
+    const h = replicationHealth(db, r);
+    set('ReplicationHealthy', h.status, h.reason, h.message);
+  } else if (!c.some((x) => x.type === 'ReplicationHealthy'))
+    set('ReplicationHealthy', 'Unknown', 'NotObserved', 'The instances have not been observed yet');
+
+  const instances = r ? instancesOf(db, r) : prev.instances;
+  const systemIdentifier = (r && primary && systemIdOf(r, primary)) || prev.systemIdentifier;
   const port = ENGINE_DEFAULTS[db.spec.engine].port;
   const lastBackup = lastSucceeded?.status?.completionTime;
   return {
@@ -155,6 +176,9 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
         ? { lastBackup: prev.lastBackup }
         : {}),
     binding: { name: o.credentialsSecret },
+    ...(primary ? { currentPrimary: primary } : {}),
+    ...(systemIdentifier ? { systemIdentifier } : {}),
+    ...(instances ? { instances } : {}),
     endpoint: `${childNames(db).clientService}.${db.metadata.namespace}.svc:${port}`,
   };
 }
@@ -164,4 +188,57 @@ function finishTime(job: V1Job): number {
     job.status?.completionTime ??
     job.status?.conditions?.find((x) => x.type === 'Failed')?.lastTransitionTime;
   return t ? new Date(t).getTime() : 0;
+}
+
+type Instance = NonNullable<DatabaseStatus['instances']>[number];
+
+function systemIdOf(r: ReplicationView, pod: string): string | undefined {
+  const p = r.probes.get(pod);
+  return p?.reachable ? p.systemId : undefined;
+}
+
+/** Each instance's role and replication state, as the reconcile saw it. */
+function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
+  const primary = r.plan.currentPrimary;
+  const primaryProbe = primary ? r.probes.get(primary) : undefined;
+  return r.members.map((m): Instance => {
+    const role = r.plan.roles.get(m.pod) ?? 'standby';
+    const p = r.probes.get(m.pod);
+    const base = { name: m.pod, role };
+    if (!m.uid) return { ...base, state: 'Missing' };
+    if (!r.replicated) return { ...base, state: m.ready ? 'Primary' : 'Starting' };
+    if (!p?.reachable) return { ...base, state: 'Unreachable' };
+    const facts = { timeline: p.timeline, lsn: formatLsn(p.lsn) };
+    if (!p.inRecovery) return { ...base, ...facts, state: m.pod === primary ? 'Primary' : 'Writable' };
+    const lag =
+      primaryProbe?.reachable && !primaryProbe.inRecovery ? primaryProbe.lsn - p.replayLsn : undefined;
+    const lagBytes = lag === undefined ? {} : { lagBytes: Number(lag > 0n ? lag : 0n) };
+    const state = p.receiver !== 'streaming' ? 'NotStreaming' : role === 'replica' ? 'Streaming' : 'Lagging';
+    return { ...base, ...facts, ...lagBytes, state };
+  });
+}
+
+function replicationHealth(
+  db: DatabaseObject,
+  r: ReplicationView,
+): { status: 'True' | 'False'; reason: string; message: string } {
+  if (!r.replicated)
+    return { status: 'True', reason: 'SingleInstance', message: 'One instance: nothing to replicate' };
+  const primary = r.plan.currentPrimary;
+  if (!primary)
+    return { status: 'False', reason: 'NoPrimary', message: r.plan.waiting ?? 'No instance accepts writes' };
+  const behind = r.members.filter(
+    (m) => m.pod !== primary && m.ordinal < db.spec.replicas && r.plan.roles.get(m.pod) !== 'replica',
+  );
+  if (behind.length)
+    return {
+      status: 'False',
+      reason: 'ReplicasNotStreaming',
+      message: `${behind.map((m) => m.pod).join(', ')} not streaming from ${primary} within the lag bound${r.plan.waiting ? `; ${r.plan.waiting}` : ''}`,
+    };
+  return {
+    status: 'True',
+    reason: 'Streaming',
+    message: `${db.spec.replicas - 1} replica(s) streaming from ${primary}`,
+  };
 }

@@ -59,6 +59,13 @@ export const RESERVED_PARAMETERS = {
     'include_if_exists',
     // No certificates are provisioned.
     'ssl',
+    // Replication is the operator's: a standby's upstream and slot, the WAL standbys and pg_rewind need.
+    'primary_conninfo',
+    'primary_slot_name',
+    'synchronous_standby_names',
+    'wal_level',
+    'hot_standby',
+    'wal_log_hints',
     // Shell commands the server runs: whoever may edit a Database would run
     // commands beside its credentials without being allowed to read them.
     'archive_command',

@@ -321,7 +321,7 @@ describe('MyApp composite controller', () => {
     }
   });
 
-  test('kstatus (what Flux and kpt read): Current when Ready, InProgress while its Database scales, Failed while stalled, Current once fixed', async () => {
+  test('kstatus (what Flux and kpt read): Current when Ready, InProgress while its Database upgrades, Failed while stalled, Current once fixed', async () => {
     await apps().create(
       MyApp.object({
         metadata: { name: 'kst', namespace: ns },
@@ -333,25 +333,25 @@ describe('MyApp composite controller', () => {
     const current = await apps().get('kst', { namespace: ns });
     const changed = await apps().patch(
       'kst',
-      { spec: { database: { ...current.spec.database, replicas: 3 } } },
+      { spec: { database: { ...current.spec.database, version: '16.8' } } },
       { type: 'merge', namespace: ns },
     );
     const seen: string[] = [];
     await eventually(
-      'kst Ready with 3 database replicas',
+      'kst Ready with its Database upgraded',
       async () => {
         const a = await apps().get('kst', { namespace: ns });
         const { status } = await kstatus(a);
         if (a.status?.observedGeneration === changed.metadata.generation)
           seen.push(`${status}/${a.status?.conditions?.find((c) => c.type === 'DatabaseReady')?.reason}`);
         const db = await client.resource<DatabaseObject>(Database.type).get('kst-db', { namespace: ns });
-        return status === 'Current' && db.status?.readyReplicas === 3;
+        return status === 'Current' && db.status?.currentVersion === '16.8';
       },
       120_000,
     );
     assert.ok(
       seen.some((x) => x.startsWith('InProgress/')),
-      `InProgress while the Database scales: ${seen.join(' ')}`,
+      `InProgress while the Database upgrades: ${seen.join(' ')}`,
     );
     assert.ok(!seen.some((x) => x.startsWith('Failed/')), `never Failed: ${seen.join(' ')}`);
 

@@ -182,6 +182,12 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNodeS
     const coredns = spawn('coredns', bins.coredns, ['-conf', join(dir, 'Corefile')]);
     await waitFor('coredns', coredns, async () => (await fetch(`http://127.0.0.1:${dnsReadyPort}/ready`)).ok);
 
+    // Before the kubelet: volume directories must be writable by the engines' uids from the first mount.
+    spawn('volume-permissions', process.execPath, [
+      join(import.meta.dirname, 'volume-permissions.ts'),
+      join(options.controlPlaneDir, 'volumes'),
+    ]);
+
     createCgroupRoot(CGROUP_ROOT);
     writeFileSync(join(dir, 'kubelet', 'config.json'), kubeletConfig(layout, NODE_NETWORK.nodeIP));
     const kubelet = spawn('kubelet', bins.kubelet, [
@@ -233,7 +239,8 @@ export async function stopRealNode(dir: string, bins?: NodeBinaries): Promise<st
     }
     await delay(200);
   }
-  for (const name of ['kube-proxy', 'coredns', 'containerd']) if (c[name]) await stopComponent(c[name]);
+  for (const name of ['kube-proxy', 'coredns', 'containerd', 'volume-permissions'])
+    if (c[name]) await stopComponent(c[name]);
   const proxyBin = bins?.kubeProxy ?? c['kube-proxy']?.bin;
   if (proxyBin && existsSync(proxyBin)) {
     try {

@@ -4,9 +4,11 @@ package main
 // a tight concurrent client performs the same writes per Database as the
 // controller does. The harness creates the Databases, as it does for the
 // managers; one raw watch on Databases hands each new one to a worker that
-// writes its credentials, applies every child and the first status; one raw
-// watch on Pods labels each primary, one raw watch on StatefulSets writes the
-// Ready status once its StatefulSet has rolled out. Nothing is cached, nothing
+// writes its credentials (and the replication Secret, postgres), applies the
+// first topology, every child and the first status; one raw watch on Pods
+// labels each primary and records the topology as initialised (with its
+// Event), one raw watch on StatefulSets writes the Ready status once its
+// StatefulSet has rolled out. Nothing is cached, nothing
 // is re-read, nothing is queued or retried.
 //
 // The creates and the writes that follow them (a Pod's label, the Ready
@@ -23,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,6 +33,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -199,7 +203,19 @@ func (f *floor) create(ctx context.Context, name string, created map[string]any)
 			return err
 		}
 	}
-	for _, child := range db.desiredChildren("") {
+	if db.engine == "postgres" {
+		secret := &unstructured.Unstructured{Object: db.replicationSecret(generatePassword())}
+		_, err := f.dyn.Resource(secretsGVR).Namespace(db.ns()).Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldOwner})
+		f.writes.Add(1)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	t := db.firstTopology()
+	if err := f.applyTopology(ctx, db, t); err != nil {
+		return err
+	}
+	for _, child := range db.desiredChildren("", db.instanceCount(t)) {
 		if child.body == nil {
 			continue
 		}
@@ -281,8 +297,18 @@ func (f *floor) watchStatefulSets(ctx context.Context, rv string) (watch.Interfa
 	})
 }
 
+// applyTopology applies the topology ConfigMap.
+func (f *floor) applyTopology(ctx context.Context, db *database, t topology) error {
+	body := db.topologyConfigMap(t)
+	_, err := f.dyn.Resource(childGVRs[kindConfigMap]).Namespace(db.ns()).Apply(ctx, db.names().topology, &unstructured.Unstructured{Object: body}, applyOptions)
+	f.writes.Add(1)
+	return err
+}
+
 // onPod labels a Pod of one of our Databases with its role, once: ordinal 0
 // is the primary, as the controller labels it (any other ordinal a replica).
+// For the primary, the topology is then recorded as initialised, with its
+// Event, as the controller does once the primary is ready.
 func (f *floor) onPod(ctx context.Context, obj metav1.Object) {
 	labels := obj.GetLabels()
 	index, ok := labels[podIndexLabel]
@@ -300,12 +326,28 @@ func (f *floor) onPod(ctx context.Context, obj metav1.Object) {
 		return
 	}
 	f.spawn(f.followUps, func() error {
-		_, err := f.meta.Resource(podsGVR).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, rolePatch(role), metav1.PatchOptions{})
+		patch := []byte(`{"metadata":{"labels":{"` + roleLabel + `":"` + role + `"}}}`)
+		_, err := f.meta.Resource(podsGVR).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
 		f.writes.Add(1)
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) || role != "primary" {
 			return nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		item := f.items[labels["app.kubernetes.io/instance"]]
+		item.mu.Lock()
+		db := item.db
+		item.mu.Unlock()
+		if db == nil { // its first writes are still under way; rare, and then the floor writes less
+			return nil
+		}
+		t := db.firstTopology()
+		t.initialized = true
+		if err := f.applyTopology(ctx, db, t); err != nil {
+			return err
+		}
+		return f.initializedEvent(ctx, db, t.primary)
 	})
 }
 
@@ -375,4 +417,26 @@ func (f *floor) watchLoop(ctx context.Context, what string,
 		}
 		w.Stop()
 	}
+}
+
+// initializedEvent: the Normal Event the controller writes once the primary has initialised the database.
+func (f *floor) initializedEvent(ctx context.Context, db *database, primary string) error {
+	now := metav1.NewMicroTime(time.Now())
+	_, err := f.kube.EventsV1().Events(db.ns()).Create(ctx, &eventsv1.Event{
+		// Named as client-go's recorder names Events: <object>.<time in hex>.
+		ObjectMeta:          metav1.ObjectMeta{Name: db.name + "." + strconv.FormatInt(now.UnixNano(), 16), Namespace: db.ns()},
+		EventTime:           now,
+		ReportingController: "regulon.dev/" + controllerName,
+		ReportingInstance:   "floor",
+		Action:              "Reconcile",
+		Reason:              "Initialized",
+		Note:                primary + " initialised the database and is the primary",
+		Type:                corev1.EventTypeNormal,
+		Regarding: corev1.ObjectReference{
+			APIVersion: databaseGVK.GroupVersion().String(), Kind: kindDB,
+			Namespace: db.ns(), Name: db.name, UID: types.UID(jsTemplate(db.uid)),
+		},
+	}, metav1.CreateOptions{})
+	f.writes.Add(1)
+	return err
 }

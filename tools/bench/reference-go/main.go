@@ -19,6 +19,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func main() {
@@ -52,6 +53,12 @@ type renderCase struct {
 	StatefulSet *appsv1.StatefulSet `json:"statefulSet,omitempty"`
 	BackupJobs  []batchv1.Job       `json:"backupJobs,omitempty"`
 	Now         string              `json:"now"`
+	// The replication Secret's password (postgres); the credentials' password when absent.
+	ReplicationPassword *string `json:"replicationPassword,omitempty"`
+	// The recorded topology ConfigMap's data; absent: none recorded yet.
+	Topology map[string]string `json:"topology,omitempty"`
+	// The Pods the reconcile lists; absent: it stopped before observing them.
+	Pods *[]corev1.Pod `json:"pods,omitempty"`
 	// The StatefulSet as sent, for its claim size exactly as written
 	// (a resource.Quantity would print it in canonical form).
 	rawStatefulSet map[string]any
@@ -65,9 +72,18 @@ type renderedChild struct {
 }
 
 type rendered struct {
-	Children    []renderedChild `json:"children"`
-	Credentials map[string]any  `json:"credentials,omitempty"`
-	Status      map[string]any  `json:"status"`
+	Children               []renderedChild      `json:"children"`
+	Credentials            map[string]any       `json:"credentials,omitempty"`
+	ReplicationCredentials map[string]any       `json:"replicationCredentials,omitempty"`
+	Topology               map[string]any       `json:"topology,omitempty"`
+	Replication            *renderedReplication `json:"replication,omitempty"`
+	Status                 map[string]any       `json:"status"`
+}
+
+// renderedReplication: the replication step's API calls, in order, and the requeue it asks for.
+type renderedReplication struct {
+	Calls          []replicationAction `json:"calls"`
+	RequeueAfterMs *int64              `json:"requeueAfterMs,omitempty"`
 }
 
 func renderCommand(in io.Reader, out io.Writer) error {
@@ -135,7 +151,14 @@ func render(c renderCase) (rendered, error) {
 		return rendered{}, fmt.Errorf("now: %w", err)
 	}
 	var out rendered
-	for _, child := range db.desiredChildren(claimSize(c.rawStatefulSet)) {
+	recorded := topologyOf(c.Topology)
+	t := db.firstTopology()
+	if recorded != nil {
+		t = *recorded
+	} else {
+		out.Topology = db.topologyConfigMap(t)
+	}
+	for _, child := range db.desiredChildren(claimSize(c.rawStatefulSet), db.instanceCount(t)) {
 		if child.body == nil {
 			out.Children = append(out.Children, renderedChild{Kind: child.kind.kind, Name: child.name, Delete: true})
 		} else {
@@ -145,11 +168,29 @@ func render(c renderCase) (rendered, error) {
 	if !db.referencesSecret() {
 		out.Credentials = db.credentialsSecret(c.Password)
 	}
-	out.Status = db.computeStatus(observed{
+	if db.engine == "postgres" {
+		password := c.Password
+		if c.ReplicationPassword != nil {
+			password = *c.ReplicationPassword
+		}
+		out.ReplicationCredentials = db.replicationSecret(password)
+	}
+	o := observed{
 		statefulSet:       c.StatefulSet,
 		backupJobs:        c.BackupJobs,
 		credentialsSecret: db.names().credentials,
-	}, now)
+	}
+	if c.Pods != nil {
+		d := db.decideReplication(t, *c.Pods, newTroubleClock(), now.UnixMilli())
+		list := replicationAction{Verb: "list", Kind: "Pod", Namespace: db.ns(), LabelSelector: db.selectorString()}
+		out.Replication = &renderedReplication{Calls: append([]replicationAction{list}, d.actions...)}
+		if d.requeueAfter > 0 {
+			ms := d.requeueAfter.Milliseconds()
+			out.Replication.RequeueAfterMs = &ms
+		}
+		o.replication = &d.view
+	}
+	out.Status = db.computeStatus(o, now)
 	return out, nil
 }
 

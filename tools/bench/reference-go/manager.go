@@ -148,6 +148,7 @@ func setupDatabaseController(ctx context.Context, mgr ctrl.Manager, concurrency 
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
 		recorder:  mgr.GetEventRecorder(controllerName),
+		clock:     newTroubleClock(),
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName).

@@ -1,9 +1,11 @@
 package main
 
 // Reconciles one Database, step by step as apps/database-controller/src/reconciler.ts:
-// children by server-side apply (skipped when the cached child has
-// converged), credentials created once, Pod roles, volume growth, and the
-// status, written only when it changed.
+// credentials and (postgres) the replication Secret created once, the
+// topology read from the API server and created when absent, children by
+// server-side apply (skipped when the cached child has converged), the
+// replication step (replication.go: Pod roles, the topology initialised),
+// volume growth, and the status, written only when it changed.
 
 import (
 	"context"
@@ -22,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,8 +36,9 @@ const podIndexLabel = "apps.kubernetes.io/pod-index"
 
 type databaseReconciler struct {
 	client    client.Client // reads from the informer cache, writes to the API server
-	apiReader client.Reader // uncached reads (PersistentVolumeClaims are not watched)
+	apiReader client.Reader // uncached reads (PersistentVolumeClaims, the topology, the Pods' readiness)
 	recorder  recorder.EventRecorder
+	clock     *troubleClock
 }
 
 // alreadyOwnedError: a child's name is taken by an object another controller
@@ -84,9 +88,50 @@ func (r *databaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 				message: fmt.Sprintf("Secret %s named in spec.credentials.secretName does not exist in %s", names.credentials, ns),
 			}
 		}
+	} else if haveCredentials && !controlledBy(credentials, u.GetUID()) {
+		prob = conflictProblem(kindSecret, credentials)
 	} else if !haveCredentials {
-		if err := r.createCredentials(ctx, db); err != nil {
+		lost, err := r.createOnce(ctx, u, db, names.credentials, func() map[string]any { return db.credentialsSecret(generatePassword()) })
+		var owned *alreadyOwnedError
+		switch {
+		case errors.As(err, &owned):
+			prob = &problem{reason: "ChildConflict", message: owned.msg + ". To use it as this Database's credentials, set spec.credentials.secretName: " + names.credentials + "."}
+		case err != nil:
 			return ctrl.Result{}, err
+		case lost:
+			prob = &problem{
+				reason: "CredentialsSecretLost",
+				message: fmt.Sprintf("Secret %s with the generated credentials is gone, but the data volume still uses its password: "+
+					"restore the Secret %s from a backup. A new password would not open the existing data, so none is generated.", names.credentials, names.credentials),
+			}
+		}
+	}
+	// The replication role's password (postgres), created once like the credentials.
+	if prob == nil && db.engine == "postgres" {
+		secret := &metav1.PartialObjectMetadata{}
+		secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		have, err := r.cached(ctx, ns, names.replicationCredentials, secret)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if have && !controlledBy(secret, u.GetUID()) {
+			prob = conflictProblem(kindSecret, secret)
+		} else if !have {
+			lost, err := r.createOnce(ctx, u, db, names.replicationCredentials, func() map[string]any { return db.replicationSecret(generatePassword()) })
+			var owned *alreadyOwnedError
+			switch {
+			case errors.As(err, &owned):
+				prob = &problem{reason: "ChildConflict", message: owned.msg + "; not adopting it"}
+			case err != nil:
+				return ctrl.Result{}, err
+			case lost:
+				prob = &problem{
+					reason: "ReplicationSecretLost",
+					message: fmt.Sprintf("Secret %s with the replication password is gone, but the data volumes still use it: "+
+						"restore the Secret %s from a backup. A new password would not match the role in the data, so none is generated.",
+						names.replicationCredentials, names.replicationCredentials),
+				}
+			}
 		}
 	}
 
@@ -104,10 +149,30 @@ func (r *databaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 
+	var view *replicationView
+	var result ctrl.Result
 	if prob == nil {
-		err := r.applyChildren(ctx, u, db, createdSize, liveSts, haveSts)
+		// The recorded topology, from the API server: a cache a moment behind
+		// this controller's own last write would name a former primary again.
+		t := db.firstTopology()
+		recorded, err := r.recordedTopology(ctx, ns, names.topology)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if recorded != nil {
+			t = *recorded
+		} else {
+			// The Pods read the topology when they start: it exists before they do.
+			err = r.applyOne(ctx, u, kindConfigMap, names.topology, db.topologyConfigMap(t), nil)
+		}
 		if err == nil {
-			err = r.labelRoles(ctx, db, liveSts, haveSts)
+			err = r.applyChildren(ctx, u, db, createdSize, db.instanceCount(t), liveSts, haveSts)
+		}
+		if err == nil {
+			var d replicationDecision
+			d, err = r.reconcileReplication(ctx, u, db, t)
+			view = &d.view
+			result.RequeueAfter = d.requeueAfter
 		}
 		if err == nil {
 			err = r.growVolumes(ctx, db, createdSize)
@@ -115,6 +180,7 @@ func (r *databaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		var owned *alreadyOwnedError
 		if errors.As(err, &owned) {
 			prob = &problem{reason: "ChildConflict", message: owned.msg + "; not adopting it"}
+			view, result = nil, ctrl.Result{}
 		} else if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -122,7 +188,7 @@ func (r *databaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 	// Observe after writing, as the TypeScript controller does: the cache may
 	// already hold what the applies changed.
-	o := observed{problem: prob, credentialsSecret: names.credentials}
+	o := observed{problem: prob, credentialsSecret: names.credentials, replication: view}
 	sts := &appsv1.StatefulSet{}
 	if found, err := r.cached(ctx, ns, names.statefulSet, sts); err != nil {
 		return ctrl.Result{}, err
@@ -138,7 +204,7 @@ func (r *databaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	o.backupJobs = jobs.Items
 	// A missing referenced Secret heals when it appears (the Secret watch wakes us); nothing to poll.
-	return ctrl.Result{}, r.finish(ctx, u, db, o)
+	return result, r.finish(ctx, u, db, o)
 }
 
 // cached reads one object from the informer cache; found is false when it does not exist.
@@ -173,19 +239,151 @@ func (r *databaseReconciler) finish(ctx context.Context, u *unstructured.Unstruc
 	return nil
 }
 
-// createCredentials creates the generated Secret. AlreadyExists (a create that
-// raced with another, or a cache that has not seen it yet) is success: the
-// password is never regenerated behind the application's back.
-func (r *databaseReconciler) createCredentials(ctx context.Context, db *database) error {
-	secret := &unstructured.Unstructured{Object: db.credentialsSecret(generatePassword())}
-	err := r.client.Create(ctx, secret, client.FieldOwner(fieldOwner))
+// createOnce (createOnce/createSecretOnce): a Secret generated once and never
+// rewritten, so a password is never regenerated behind the application's
+// back. While a data volume exists, the data holds the old password: nothing
+// is generated, a dry-run create tells whether the Secret is really gone
+// (lost), or only not in the cache yet. A Secret that exists after all is
+// this Database's only if it controls it.
+func (r *databaseReconciler) createOnce(
+	ctx context.Context, u *unstructured.Unstructured, db *database, name string, build func() map[string]any,
+) (lost bool, err error) {
+	inUse, err := r.hasDataVolume(ctx, db)
+	if err != nil {
+		return false, err
+	}
+	if inUse {
+		probe := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name, "namespace": u.GetNamespace()},
+		}}
+		err := r.client.Create(ctx, probe, client.FieldOwner(fieldOwner), client.DryRunAll)
+		if apierrors.IsAlreadyExists(err) {
+			return false, r.existsIfControlled(ctx, u, name)
+		}
+		return err == nil, err
+	}
+	secret := &unstructured.Unstructured{Object: build()}
+	err = r.client.Create(ctx, secret, client.FieldOwner(fieldOwner))
 	if apierrors.IsAlreadyExists(err) {
-		return nil
+		return false, r.existsIfControlled(ctx, u, name)
 	}
 	if err == nil {
-		ctrl.LoggerFrom(ctx).Info("generated credentials", "secret", secret.GetName())
+		ctrl.LoggerFrom(ctx).Info("created generated Secret", "secret", name)
 	}
-	return err
+	return false, err
+}
+
+// existsIfControlled: a Secret the cache had not shown exists after all. Its
+// metadata only is read (a list by name, as the TypeScript runtime does).
+func (r *databaseReconciler) existsIfControlled(ctx context.Context, u *unstructured.Unstructured, name string) error {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := r.apiReader.List(ctx, list, client.InNamespace(u.GetNamespace()),
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)}); err != nil {
+		return err
+	}
+	if len(list.Items) > 0 {
+		if ref := controllerOf(&list.Items[0]); ref != nil && ref.UID != u.GetUID() {
+			return &alreadyOwnedError{msg: fmt.Sprintf("Secret %s/%s is already controlled by %s %s", u.GetNamespace(), name, ref.Kind, ref.Name)}
+		}
+	}
+	return nil
+}
+
+// conflictProblem: a cached Secret this Database does not control.
+func conflictProblem(k childKind, obj metav1.Object) *problem {
+	held := "was not created by it"
+	if ref := controllerOf(obj); ref != nil {
+		held = "is already controlled by " + ref.Kind + " " + ref.Name
+	}
+	return &problem{reason: "ChildConflict", message: fmt.Sprintf("%s %s/%s %s; not adopting it",
+		k.kind, obj.GetNamespace(), obj.GetName(), held)}
+}
+
+// hasDataVolume: a data volume claim of ordinal 0..replicas-1 exists, read
+// from the API server (a cache that has not seen a claim would answer "no data").
+func (r *databaseReconciler) hasDataVolume(ctx context.Context, db *database) (bool, error) {
+	for i := 0; float64(i) < db.replicas; i++ {
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: jsString(db.namespace), Name: "data-" + db.names().statefulSet + "-" + strconv.Itoa(i)}, pvc)
+		if err == nil {
+			return true, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// recordedTopology: the topology ConfigMap from the API server; nil when none is recorded.
+func (r *databaseReconciler) recordedTopology(ctx context.Context, ns, name string) (*topology, error) {
+	cm := &corev1.ConfigMap{}
+	err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return topologyOf(cm.Data), nil
+}
+
+// reconcileReplication: the Database's Pods from the API server (their
+// readiness now, not as a cache last saw it), the plan, and its calls.
+func (r *databaseReconciler) reconcileReplication(
+	ctx context.Context, u *unstructured.Unstructured, db *database, t topology,
+) (replicationDecision, error) {
+	pods := &corev1.PodList{}
+	sel := map[string]string{}
+	for k, v := range db.selector() {
+		sel[k] = v.(string)
+	}
+	if err := r.apiReader.List(ctx, pods, client.InNamespace(u.GetNamespace()), client.MatchingLabels(sel)); err != nil {
+		return replicationDecision{}, err
+	}
+	d := db.decideReplication(t, pods.Items, r.clock, time.Now().UnixMilli())
+	log := ctrl.LoggerFrom(ctx)
+	for _, a := range d.actions {
+		var err error
+		switch a.Verb {
+		case "patch":
+			body, _ := json.Marshal(a.Body)
+			var target client.Object
+			if a.Kind == kindDB {
+				target = u
+			} else {
+				p := &metav1.PartialObjectMetadata{}
+				p.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+				p.SetNamespace(a.Namespace)
+				p.SetName(a.Name)
+				target = p
+			}
+			err = client.IgnoreNotFound(r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, body)))
+		case "apply":
+			err = r.applyOne(ctx, u, kindConfigMap, a.Name, a.Apply, nil)
+		case "event":
+			r.recorder.Eventf(u, nil, a.EventType, a.Reason, "Reconcile", "%s", a.Message)
+			log.Info(a.Message, "reason", a.Reason)
+		case "delete":
+			p := &corev1.Pod{}
+			p.SetNamespace(a.Namespace)
+			p.SetName(a.Name)
+			uid := types.UID(a.Preconditions["uid"].(string))
+			opts := []client.DeleteOption{client.Preconditions{UID: &uid}}
+			if a.GracePeriodSeconds != nil {
+				opts = append(opts, client.GracePeriodSeconds(*a.GracePeriodSeconds))
+			}
+			err = client.IgnoreNotFound(r.client.Delete(ctx, p, opts...))
+		}
+		if err != nil {
+			return d, err
+		}
+	}
+	if w := d.view.plan.waiting; w != "" {
+		log.Info("replication", "waiting", w)
+	}
+	return d, nil
 }
 
 // generatePassword: 24 random bytes (192 bits) as URL-safe base64.
@@ -228,55 +426,73 @@ func controlledBy(obj metav1.Object, uid types.UID) bool {
 // StatefulSet, already read by the caller.
 func (r *databaseReconciler) applyChildren(
 	ctx context.Context, u *unstructured.Unstructured, db *database,
-	createdSize string, liveSts *appsv1.StatefulSet, haveSts bool,
+	createdSize string, instances float64, liveSts *appsv1.StatefulSet, haveSts bool,
 ) error {
-	uid := u.GetUID()
-	for _, child := range db.desiredChildren(createdSize) {
-		var existing client.Object
-		if child.kind == kindStatefulSet {
-			if haveSts {
-				existing = liveSts
-			}
-		} else {
-			obj := newChild(child.kind)
-			found, err := r.cached(ctx, u.GetNamespace(), child.name, obj)
-			if err != nil {
-				return err
-			}
-			if found {
-				existing = obj
-			}
-		}
-
+	children := db.desiredChildren(createdSize, instances)
+	// Applied first, deleted after, as the TypeScript reconcile does.
+	for _, child := range children {
 		if child.body == nil {
-			if existing != nil && controlledBy(existing, uid) {
-				if err := r.client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
-					return err
-				}
-				ctrl.LoggerFrom(ctx).Info("deleted child no longer wanted", "kind", child.kind.kind, "name", child.name)
-			}
 			continue
 		}
-		if existing != nil {
-			if ref := controllerOf(existing); ref != nil && ref.UID != uid {
-				return &alreadyOwnedError{msg: fmt.Sprintf("%s %s/%s is already controlled by %s %s",
-					child.kind.kind, existing.GetNamespace(), existing.GetName(), ref.Kind, ref.Name)}
-			}
-			converged, err := childConverged(child.body, existing)
-			if err != nil {
-				return err
-			}
-			if converged {
-				continue // a converged child costs no request
-			}
+		var live client.Object
+		if child.kind == kindStatefulSet && haveSts {
+			live = liveSts
 		}
-		apply := &unstructured.Unstructured{Object: child.body}
-		if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply),
-			client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		if err := r.applyOne(ctx, u, child.kind, child.name, child.body, live); err != nil {
 			return err
 		}
 	}
+	for _, child := range children {
+		if child.body != nil {
+			continue
+		}
+		existing := newChild(child.kind)
+		found, err := r.cached(ctx, u.GetNamespace(), child.name, existing)
+		if err != nil {
+			return err
+		}
+		if found && controlledBy(existing, u.GetUID()) {
+			if err := r.client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			ctrl.LoggerFrom(ctx).Info("deleted child no longer wanted", "kind", child.kind.kind, "name", child.name)
+		}
+	}
 	return nil
+}
+
+// applyOne applies one child unless the cached one has converged (live: the
+// cached object when the caller has it already, else it is read here). A
+// same-named object another controller controls is reported, not adopted.
+func (r *databaseReconciler) applyOne(
+	ctx context.Context, u *unstructured.Unstructured, k childKind, name string, body map[string]any, live client.Object,
+) error {
+	if live == nil {
+		obj := newChild(k)
+		found, err := r.cached(ctx, u.GetNamespace(), name, obj)
+		if err != nil {
+			return err
+		}
+		if found {
+			live = obj
+		}
+	}
+	if live != nil {
+		if ref := controllerOf(live); ref != nil && ref.UID != u.GetUID() {
+			return &alreadyOwnedError{msg: fmt.Sprintf("%s %s/%s is already controlled by %s %s",
+				k.kind, live.GetNamespace(), live.GetName(), ref.Kind, ref.Name)}
+		}
+		converged, err := childConverged(body, live)
+		if err != nil {
+			return err
+		}
+		if converged {
+			return nil // a converged child costs no request
+		}
+	}
+	apply := &unstructured.Unstructured{Object: body}
+	return r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply),
+		client.FieldOwner(fieldOwner), client.ForceOwnership)
 }
 
 // childConverged: the cheap hash check on the typed object first; only when
@@ -291,56 +507,6 @@ func childConverged(body map[string]any, live client.Object) (bool, error) {
 		return false, err
 	}
 	return isConverged(body, liveMap), nil
-}
-
-// labelRoles: ordinal 0 is the primary. The client Service selects
-// role=primary, the read-only one role=replica. Pods are read by their
-// StatefulSet names (<name>-<ordinal>) rather than by listing the namespace
-// with a selector, whose cost grows with every Pod in the namespace.
-func (r *databaseReconciler) labelRoles(ctx context.Context, db *database, sts *appsv1.StatefulSet, haveSts bool) error {
-	ns := jsString(db.namespace)
-	count := int(db.replicas)
-	// Ordinals above spec.replicas may still run while scaling down.
-	if haveSts && int(sts.Status.Replicas) > count {
-		count = int(sts.Status.Replicas)
-	}
-	for i := 0; i < count; i++ {
-		pod := &metav1.PartialObjectMetadata{}
-		pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
-		key := types.NamespacedName{Namespace: ns, Name: db.names().statefulSet + "-" + strconv.Itoa(i)}
-		if err := r.client.Get(ctx, key, pod); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return err
-		}
-		matches := true
-		for k, v := range db.selector() {
-			if pod.Labels[k] != v.(string) {
-				matches = false
-			}
-		}
-		index, ok := pod.Labels[podIndexLabel]
-		if !matches || !ok {
-			continue
-		}
-		role := "replica"
-		if index == "0" {
-			role = "primary"
-		}
-		if current, ok := pod.Labels[roleLabel]; ok && current == role {
-			continue
-		}
-		patch := rolePatch(role)
-		if err := r.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func rolePatch(role string) []byte {
-	return []byte(`{"metadata":{"labels":{"` + roleLabel + `":"` + role + `"}}}`)
 }
 
 // growVolumes: storage grows on the PVCs themselves; the StatefulSet template can't change.

@@ -21,15 +21,15 @@ import (
 )
 
 const (
-	group       = "regulon.dev"
-	version     = "v1alpha1"
-	kindDB      = "Database"
-	fieldOwner  = "regulon-database"
-	maxNameLen  = 45
-	roleLabel   = "regulon.dev/role"
-	configHash  = "regulon.dev/config-hash"
-	dbUser      = 999
-	defaultCron = "0 3 * * *"
+	group                = "regulon.dev"
+	version              = "v1alpha1"
+	kindDB               = "Database"
+	fieldOwner           = "regulon-database"
+	maxNameLen           = 45
+	roleLabel            = "regulon.dev/role"
+	configHashAnnotation = "regulon.dev/config-hash"
+	dbUser               = 999
+	defaultCron          = "0 3 * * *"
 )
 
 type engineDefaults struct {
@@ -65,8 +65,11 @@ type database struct {
 	parameters       map[string]any
 	credentialsRef   any // spec.credentials.secretName
 	pvcRetention     any
+	synchronous      bool // spec.replication.synchronous
+	annotations      map[string]any
 
 	status map[string]any // nil when absent
+	spec   map[string]any
 }
 
 // parseDatabase reads a Database from its JSON form. It fails where the
@@ -107,7 +110,12 @@ func parseDatabase(obj map[string]any) (*database, error) {
 		db.credentialsRef = creds["secretName"]
 	}
 	db.pvcRetention = spec["pvcRetentionPolicy"]
+	if replication, ok := spec["replication"].(map[string]any); ok {
+		db.synchronous = truthy(replication["synchronous"])
+	}
+	db.annotations, _ = meta["annotations"].(map[string]any)
 	db.status, _ = obj["status"].(map[string]any)
+	db.spec = spec
 	return db, nil
 }
 
@@ -115,6 +123,7 @@ func parseDatabase(obj map[string]any) (*database, error) {
 type childNames struct {
 	statefulSet, headlessService, clientService, readOnlyService  string
 	credentials, config, serviceAccount, disruptionBudget, backup string
+	topology, replicationCredentials                              string
 }
 
 func (db *database) names() childNames {
@@ -126,6 +135,7 @@ func (db *database) names() childNames {
 	return childNames{
 		statefulSet: n, headlessService: n + "-hl", clientService: n, readOnlyService: n + "-ro",
 		credentials: creds, config: n + "-config", serviceAccount: n, disruptionBudget: n, backup: n + "-backup",
+		topology: n + "-topology", replicationCredentials: n + "-replication",
 	}
 }
 
@@ -193,10 +203,10 @@ func (db *database) renderConfig() (file, content string) {
 	var b strings.Builder
 	port := jsNumber(float64(db.defaults.port))
 	if db.engine == "postgres" {
-		b.WriteString("listen_addresses = '*'\nport = " + port + "\n")
+		b.WriteString(db.operatorSettings())
 		for _, k := range keys {
 			v, _ := db.parameters[k].(string)
-			b.WriteString(k + " = '" + strings.ReplaceAll(v, "'", "''") + "'\n")
+			b.WriteString(k + " = " + postgresValue(v) + "\n")
 		}
 		return "postgresql.conf", b.String()
 	}
@@ -205,6 +215,34 @@ func (db *database) renderConfig() (file, content string) {
 		b.WriteString(k + " = " + jsString(db.parameters[k]) + "\n")
 	}
 	return "my.cnf", b.String()
+}
+
+// postgresValue: postgresql.conf string syntax, a backslash and a quote doubled.
+var postgresEscapes = strings.NewReplacer(`\`, `\\`, "'", "''")
+
+func postgresValue(v string) string { return "'" + postgresEscapes.Replace(v) + "'" }
+
+// configFile is one file of the config ConfigMap.
+type configFile struct{ name, content string }
+
+// configFiles: the engine's configuration and, for postgres, pg_hba.conf and
+// the start script, in the order the TypeScript object holds them.
+func (db *database) configFiles() []configFile {
+	file, content := db.renderConfig()
+	files := []configFile{{file, content}}
+	if db.engine == "postgres" {
+		files = append(files, configFile{"pg_hba.conf", postgresFiles.PgHba}, configFile{"start.sh", postgresFiles.StartScript})
+	}
+	return files
+}
+
+// configHash: the template annotation covers every file, so any change rolls the Pods.
+func configHash(files []configFile) string {
+	parts := make([]string, len(files))
+	for i, f := range files {
+		parts[i] = f.name + "\n" + f.content
+	}
+	return contentHash(strings.Join(parts, "\n"))
 }
 
 func contentHash(content string) string {
@@ -239,6 +277,7 @@ type childKind struct {
 var (
 	kindServiceAccount = childKind{"v1", "ServiceAccount"}
 	kindConfigMap      = childKind{"v1", "ConfigMap"}
+	kindSecret         = childKind{"v1", "Secret"}
 	kindService        = childKind{"v1", "Service"}
 	kindStatefulSet    = childKind{"apps/v1", "StatefulSet"}
 	kindPDB            = childKind{"policy/v1", "PodDisruptionBudget"}
@@ -308,42 +347,17 @@ func quantities(r map[string]any) map[string]any {
 	return out
 }
 
-func (db *database) statefulSet(credentials, config, createdStorageSize string) map[string]any {
+// statefulSet (desiredStatefulSet): instances is spec.replicas, or more
+// while the primary still runs on an ordinal being scaled away.
+func (db *database) statefulSet(credentials, createdStorageSize string, instances float64) map[string]any {
 	n := db.names()
-	d := db.defaults
-	var env []any
-	var probe map[string]any
-	mountConfig := "/etc/mysql/conf.d"
+	var container map[string]any
+	volumes := []any{map[string]any{"name": "config", "configMap": map[string]any{"name": n.config}}}
 	if db.engine == "postgres" {
-		env = []any{
-			secretEnv("POSTGRES_USER", credentials, "username", false),
-			secretEnv("POSTGRES_PASSWORD", credentials, "password", false),
-			secretEnv("POSTGRES_DB", credentials, "database", true),
-			map[string]any{"name": "PGDATA", "value": d.dataDir + "/pgdata"},
-		}
-		probe = map[string]any{"command": []any{"pg_isready", "-U", "postgres", "-h", "127.0.0.1"}}
-		mountConfig = "/etc/postgresql"
+		container = db.postgresContainer(credentials, db.image())
+		volumes = append(volumes, map[string]any{"name": "topology", "configMap": map[string]any{"name": n.topology}})
 	} else {
-		env = []any{
-			secretEnv("MYSQL_ROOT_PASSWORD", credentials, "password", false),
-			secretEnv("MYSQL_DATABASE", credentials, "database", true),
-		}
-		probe = map[string]any{"command": []any{"mysqladmin", "ping", "-h", "127.0.0.1"}}
-	}
-	container := map[string]any{
-		"name":           db.engine,
-		"image":          db.image(),
-		"ports":          []any{map[string]any{"name": db.engine, "containerPort": d.port}},
-		"env":            env,
-		"readinessProbe": map[string]any{"exec": probe, "periodSeconds": int64(10), "timeoutSeconds": int64(5)},
-		"livenessProbe": map[string]any{
-			"exec": probe, "initialDelaySeconds": int64(30), "periodSeconds": int64(20), "timeoutSeconds": int64(5),
-		},
-		"securityContext": restrictedContainerSecurityContext(),
-		"volumeMounts": []any{
-			map[string]any{"name": "data", "mountPath": d.dataDir},
-			map[string]any{"name": "config", "mountPath": mountConfig},
-		},
+		container = db.mysqlContainer(credentials, db.image())
 	}
 	if db.resources != nil {
 		container["resources"] = quantities(db.resources)
@@ -367,9 +381,9 @@ func (db *database) statefulSet(credentials, config, createdStorageSize string) 
 		"metadata": meta(n.statefulSet, db.labels()),
 		"spec": map[string]any{
 			"serviceName":         n.headlessService,
-			"replicas":            number(db.replicas),
+			"replicas":            number(instances),
 			"selector":            map[string]any{"matchLabels": db.selector()},
-			"podManagementPolicy": "OrderedReady",
+			"podManagementPolicy": "Parallel",
 			"updateStrategy":      map[string]any{"type": "RollingUpdate"},
 			"persistentVolumeClaimRetentionPolicy": map[string]any{
 				"whenDeleted": whenDeleted,
@@ -378,7 +392,7 @@ func (db *database) statefulSet(credentials, config, createdStorageSize string) 
 			"template": map[string]any{
 				"metadata": map[string]any{
 					"labels":      db.labels(),
-					"annotations": map[string]any{configHash: contentHash(config)},
+					"annotations": map[string]any{configHashAnnotation: configHash(db.configFiles())},
 				},
 				"spec": map[string]any{
 					"serviceAccountName":           n.serviceAccount,
@@ -391,7 +405,7 @@ func (db *database) statefulSet(credentials, config, createdStorageSize string) 
 						"seccompProfile": map[string]any{"type": "RuntimeDefault"},
 					},
 					"containers": []any{container},
-					"volumes":    []any{map[string]any{"name": "config", "configMap": map[string]any{"name": n.config}}},
+					"volumes":    volumes,
 				},
 			},
 			"volumeClaimTemplates": []any{
@@ -465,7 +479,7 @@ func (db *database) backupCronJob(credentials string) map[string]any {
 // desiredChildren: every child but the credentials Secret, in apply order,
 // each as its apply body. createdStorageSize is the live StatefulSet's claim
 // size: volumeClaimTemplates are immutable, so the template keeps it.
-func (db *database) desiredChildren(createdStorageSize string) []desiredChild {
+func (db *database) desiredChildren(createdStorageSize string, instances float64) []desiredChild {
 	n := db.names()
 	headless := db.service(n.headlessService, db.selector(), map[string]any{"clusterIP": "None", "publishNotReadyAddresses": true})
 	client := db.service(n.clientService, withRole(db.selector(), "primary"), nil)
@@ -477,14 +491,17 @@ func (db *database) desiredChildren(createdStorageSize string) []desiredChild {
 			"spec":     map[string]any{"maxUnavailable": int64(1), "selector": map[string]any{"matchLabels": db.selector()}},
 		}
 	}
-	file, config := db.renderConfig()
+	data := map[string]any{}
+	for _, f := range db.configFiles() {
+		data[f.name] = f.content
+	}
 	children := []desiredChild{
 		{kindServiceAccount, n.serviceAccount, map[string]any{"metadata": meta(n.serviceAccount, db.labels()), "automountServiceAccountToken": false}},
-		{kindConfigMap, n.config, map[string]any{"metadata": meta(n.config, db.labels()), "data": map[string]any{file: config}}},
+		{kindConfigMap, n.config, map[string]any{"metadata": meta(n.config, db.labels()), "data": data}},
 		{kindService, n.headlessService, headless},
 		{kindService, n.clientService, client},
 		{kindService, n.readOnlyService, readOnly},
-		{kindStatefulSet, n.statefulSet, db.statefulSet(n.credentials, config, createdStorageSize)},
+		{kindStatefulSet, n.statefulSet, db.statefulSet(n.credentials, createdStorageSize, instances)},
 		{kindPDB, n.disruptionBudget, pdb},
 		{kindCronJob, n.backup, db.backupCronJob(n.credentials)},
 	}

@@ -33,6 +33,8 @@ type observed struct {
 	backupJobs        []batchv1.Job
 	problem           *problem
 	credentialsSecret string
+	// What this reconcile saw of the instances; nil when it stopped before looking.
+	replication *replicationView
 }
 
 // metaTime is metav1.Time as JSON: RFC 3339 in UTC, whole seconds (cut, not rounded).
@@ -48,8 +50,7 @@ func (db *database) rolledOut(sts *appsv1.StatefulSet, credentials string) bool 
 	if sts == nil || sts.Spec.Replicas == nil || float64(*sts.Spec.Replicas) != db.replicas {
 		return false
 	}
-	_, config := db.renderConfig()
-	desired := db.statefulSet(credentials, config, "")["spec"].(map[string]any)["template"]
+	desired := db.statefulSet(credentials, "", db.replicas)["spec"].(map[string]any)["template"]
 	live, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&sts.Spec.Template)
 	if err != nil || !isSubset(desired, live) {
 		return false
@@ -170,6 +171,11 @@ func (db *database) computeStatus(o observed, now time.Time) map[string]any {
 	// Degraded and Stalled; a problem is also what Ready names, as in runtime's setProblemConditions.
 	// Every problem this reference meets waits for a person, so it is Stalled.
 	readyCount := strconv.Itoa(int(ready))
+	r := o.replication
+	primary, _ := prev["currentPrimary"].(string)
+	if r != nil {
+		primary = r.plan.currentPrimary
+	}
 	if o.problem != nil {
 		c.set("Degraded", "True", o.problem.reason, o.problem.message)
 		c.set("Stalled", "True", o.problem.reason, o.problem.message)
@@ -180,6 +186,12 @@ func (db *database) computeStatus(o observed, now time.Time) map[string]any {
 		switch {
 		case sts == nil:
 			c.set("Ready", "Unknown", "StatefulSetMissing", "The StatefulSet does not exist yet")
+		case r != nil && primary == "":
+			waiting := r.plan.waiting
+			if waiting == "" {
+				waiting = "waiting for the primary"
+			}
+			c.set("Ready", "False", "NoPrimary", "No instance accepts writes: "+waiting)
 		case done:
 			c.set("Ready", "True", "AllReplicasReady", readyCount+"/"+replicas+" replicas ready, running "+db.version)
 		default:
@@ -236,6 +248,13 @@ func (db *database) computeStatus(o observed, now time.Time) map[string]any {
 		c.set("BackupSucceeded", "False", "BackupFailed", "Backup "+latest.Name+" failed")
 	}
 
+	if r != nil {
+		status, reason, message := db.replicationHealth(r)
+		c.set("ReplicationHealthy", status, reason, message)
+	} else if c.find("ReplicationHealthy") == nil {
+		c.set("ReplicationHealthy", "Unknown", "NotObserved", "The instances have not been observed yet")
+	}
+
 	var stsReplicas int64
 	if sts != nil {
 		stsReplicas = int64(sts.Status.Replicas)
@@ -252,6 +271,18 @@ func (db *database) computeStatus(o observed, now time.Time) map[string]any {
 	}
 	if truthy(currentVersion) {
 		status["currentVersion"] = currentVersion
+	}
+	if primary != "" {
+		status["currentPrimary"] = primary
+	}
+	// The system identifier comes from a server's answer over SQL, which the reference never asks.
+	if truthy(prev["systemIdentifier"]) {
+		status["systemIdentifier"] = prev["systemIdentifier"]
+	}
+	if r != nil {
+		status["instances"] = db.instancesOf(r)
+	} else if instances, ok := prev["instances"]; ok && instances != nil {
+		status["instances"] = instances
 	}
 	if lastSucceeded != nil && lastSucceeded.Status.CompletionTime != nil {
 		status["lastBackup"] = metaTime(lastSucceeded.Status.CompletionTime.Time)
@@ -336,4 +367,53 @@ func quantityValue(q string) (float64, bool) {
 		factor = decimalSuffix[m[3]]
 	}
 	return math.Ceil(n * factor), true
+}
+
+// instancesOf: each instance's role and state, as the reconcile saw it.
+func (db *database) instancesOf(r *replicationView) []any {
+	out := make([]any, 0, len(r.members))
+	for _, m := range r.members {
+		role := r.plan.roles[m.pod]
+		if role == "" {
+			role = "standby"
+		}
+		state := "Unreachable" // more than one instance: no server answers the reference over SQL
+		switch {
+		case m.uid == "":
+			state = "Missing"
+		case !r.replicated && m.ready:
+			state = "Primary"
+		case !r.replicated:
+			state = "Starting"
+		}
+		out = append(out, map[string]any{"name": m.pod, "role": role, "state": state})
+	}
+	return out
+}
+
+func (db *database) replicationHealth(r *replicationView) (status, reason, message string) {
+	if !r.replicated {
+		return "True", "SingleInstance", "One instance: nothing to replicate"
+	}
+	primary := r.plan.currentPrimary
+	if primary == "" {
+		if r.plan.waiting != "" {
+			return "False", "NoPrimary", r.plan.waiting
+		}
+		return "False", "NoPrimary", "No instance accepts writes"
+	}
+	var behind []string
+	for _, m := range r.members {
+		if m.pod != primary && m.ordinal < db.replicas && r.plan.roles[m.pod] != "replica" {
+			behind = append(behind, m.pod)
+		}
+	}
+	if len(behind) > 0 {
+		message := strings.Join(behind, ", ") + " not streaming from " + primary + " within the lag bound"
+		if r.plan.waiting != "" {
+			message += "; " + r.plan.waiting
+		}
+		return "False", "ReplicasNotStreaming", message
+	}
+	return "True", "Streaming", jsNumber(db.replicas-1) + " replica(s) streaming from " + primary
 }

@@ -1,0 +1,174 @@
+import pg from 'pg';
+import { REPLICATION_USER } from './start-script.ts';
+
+/**
+ * What the manager learns from one PostgreSQL instance over SQL, as the
+ * replication role (never the superuser: see start-script.ts for its grants).
+ * One connection per probe: the manager polls a few instances every few
+ * seconds, and a pool would hold connections to Pods that come and go.
+ */
+export interface InstanceState {
+  reachable: true;
+  inRecovery: boolean;
+  systemId: string;
+  timeline: number;
+  /** The primary's write position; a standby's last received position. */
+  lsn: bigint;
+  /** A standby's last replayed position (the primary's write position on a primary). */
+  replayLsn: bigint;
+  /** A standby's WAL receiver state (`streaming` when it follows a primary). */
+  receiver: string | undefined;
+  /** On a primary: the standbys it streams to, by application_name (the Pod name). */
+  standbys: Map<string, { state: string; sync: string; replayLsn: bigint | undefined }>;
+}
+
+export type Probe = InstanceState | { reachable: false; error: string };
+
+export interface Endpoint {
+  host: string;
+  password: string;
+  port?: number;
+  signal?: AbortSignal | undefined;
+}
+
+/** "16/B374D848" as a number of bytes (LSNs are 64-bit). */
+export function parseLsn(lsn: string | null | undefined): bigint | undefined {
+  const m = lsn ? /^([0-9A-F]+)\/([0-9A-F]+)$/i.exec(lsn) : null;
+  return m ? (BigInt(`0x${m[1]}`) << 32n) | BigInt(`0x${m[2]}`) : undefined;
+}
+
+export function formatLsn(lsn: bigint): string {
+  return `${(lsn >> 32n).toString(16).toUpperCase()}/${(lsn & 0xffffffffn).toString(16).toUpperCase()}`;
+}
+
+async function withClient<R>(
+  e: Endpoint,
+  use: (c: pg.Client) => Promise<R>,
+  queryTimeoutMs = 5000,
+): Promise<R> {
+  const client = new pg.Client({
+    host: e.host,
+    port: e.port ?? 5432,
+    user: REPLICATION_USER,
+    password: e.password,
+    database: 'postgres',
+    application_name: 'regulon-manager',
+    connectionTimeoutMillis: 2000,
+    query_timeout: queryTimeoutMs,
+    statement_timeout: queryTimeoutMs - 1000,
+  });
+  const abort = () => void client.end().catch(() => {});
+  e.signal?.addEventListener('abort', abort, { once: true });
+  // An error on an idle client (the Pod went away) must not become an uncaught 'error' event.
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return await use(client);
+  } finally {
+    e.signal?.removeEventListener('abort', abort);
+    await client.end().catch(() => {});
+  }
+}
+
+const STATE_SQL = `
+select pg_is_in_recovery() as in_recovery,
+  (select system_identifier::text from pg_control_system()) as system_id,
+  case when pg_is_in_recovery()
+    then coalesce((select received_tli from pg_stat_wal_receiver), (select timeline_id from pg_control_checkpoint()))
+    else ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int end as timeline,
+  case when pg_is_in_recovery()
+    then coalesce(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()) else pg_current_wal_lsn() end::text as lsn,
+  case when pg_is_in_recovery() then pg_last_wal_replay_lsn() else pg_current_wal_lsn() end::text as replay_lsn,
+  (select status from pg_stat_wal_receiver) as receiver`;
+
+interface StateRow {
+  in_recovery: boolean;
+  system_id: string;
+  timeline: number | string;
+  lsn: string | null;
+  replay_lsn: string | null;
+  receiver: string | null;
+}
+interface StandbyRow {
+  application_name: string;
+  state: string;
+  sync_state: string;
+  replay_lsn: string | null;
+}
+
+export async function probe(e: Endpoint): Promise<Probe> {
+  try {
+    return await withClient(e, async (c) => {
+      const row = (await c.query<StateRow>(STATE_SQL)).rows[0];
+      if (!row) throw new Error('no answer to the state query');
+      const standbys = new Map<string, { state: string; sync: string; replayLsn: bigint | undefined }>();
+      if (!row.in_recovery) {
+        const r = await c.query<StandbyRow>(
+          'select application_name, state, sync_state, replay_lsn::text as replay_lsn from pg_stat_replication',
+        );
+        for (const s of r.rows)
+          standbys.set(s.application_name, {
+            state: s.state,
+            sync: s.sync_state,
+            replayLsn: parseLsn(s.replay_lsn),
+          });
+      }
+      return {
+        reachable: true as const,
+        inRecovery: row.in_recovery === true,
+        systemId: String(row.system_id),
+        timeline: Number(row.timeline),
+        lsn: parseLsn(row.lsn) ?? 0n,
+        replayLsn: parseLsn(row.replay_lsn) ?? 0n,
+        receiver: row.receiver ?? undefined,
+        standbys,
+      };
+    });
+  } catch (err) {
+    return { reachable: false, error: (err as Error).message };
+  }
+}
+
+/** Promotes a standby and waits (up to 60 s) until it accepts writes. Promoting a primary is a no-op. */
+export async function promote(e: Endpoint): Promise<void> {
+  await withClient(
+    e,
+    async (c) => {
+      const { rows } = await c.query<{ r: boolean }>('select pg_is_in_recovery() as r');
+      if (!rows[0]?.r) return;
+      const done = await c.query<{ ok: boolean }>('select pg_promote(true, 60) as ok');
+      if (!done.rows[0]?.ok) throw new Error('pg_promote did not finish within 60 s');
+    },
+    65_000,
+  );
+}
+
+/**
+ * Makes the primary's Regulon replication slots exactly `wanted`: missing
+ * ones are created (reserving WAL from now), ones no instance needs any more
+ * are dropped, unless a standby still streams from it.
+ */
+export async function syncSlots(
+  e: Endpoint,
+  wanted: readonly string[],
+): Promise<{ created: string[]; dropped: string[] }> {
+  return withClient(e, async (c) => {
+    const { rows } = await c.query<{ slot_name: string; active: boolean }>(
+      "select slot_name, active from pg_replication_slots where slot_type = 'physical' and slot_name like 'regulon\\_%'",
+    );
+    const have = new Map<string, boolean>(rows.map((r) => [r.slot_name, r.active]));
+    const created: string[] = [];
+    const dropped: string[] = [];
+    for (const slot of wanted)
+      if (!have.has(slot)) {
+        await c.query('select pg_create_physical_replication_slot($1, true)', [slot]);
+        created.push(slot);
+      }
+    for (const [slot, active] of have)
+      if (!wanted.includes(slot) && !active) {
+        await c.query('select pg_drop_replication_slot($1)', [slot]);
+        dropped.push(slot);
+      }
+    return { created, dropped };
+  });
+}

@@ -1,0 +1,165 @@
+/**
+ * How a PostgreSQL instance starts, as the script every Pod of a Database
+ * runs (from its ConfigMap, so the official images and the Debian-built test
+ * images behave the same: neither image's own entrypoint is used).
+ *
+ * The rules that keep one writable primary (the manager's side is in
+ * ../replication.ts):
+ * - An instance never makes itself the primary of an existing cluster by
+ *   choice. Only the one the topology ConfigMap names may start writable,
+ *   and only when no peer is writable already; every other one starts as a
+ *   standby of the client Service (which selects the primary alone). Moving
+ *   the primary elsewhere is the manager's work: it renames the primary in
+ *   the topology, deletes the old primary's Pod, and only then promotes.
+ * - A new cluster is made (initdb) only by the named primary, only while the
+ *   topology says the Database was never initialised: an empty volume later
+ *   (a lost PVC) is filled by cloning the primary, never by a new empty one.
+ * - A standby that was a primary once, or fell behind a promotion, is rewound
+ *   to the primary's timeline (pg_rewind), or cloned afresh when that fails,
+ *   before it starts: a former primary rejoins, it never diverges.
+ */
+
+/** The role the manager connects as, and replicas stream with: no superuser. */
+export const REPLICATION_USER = 'regulon_replication';
+/** Where the Pods find the topology ConfigMap's keys (`primary`, `initialized`). */
+export const TOPOLOGY_MOUNT = '/etc/regulon/topology';
+/** The container's configuration directory (the ConfigMap: postgresql.conf, pg_hba.conf, start.sh). */
+export const CONFIG_MOUNT = '/etc/postgresql';
+export const DATA_MOUNT = '/var/lib/postgresql/data';
+export const PGDATA = `${DATA_MOUNT}/pgdata`;
+/** Present while the script prepares the data directory: the liveness probe leaves such a container alone. */
+export const STARTING_MARKER = '/tmp/regulon-starting';
+
+/** Replication slot of the instance in Pod `pod` (slot names allow [a-z0-9_]). */
+export function slotName(pod: string): string {
+  return `regulon_${pod.replace(/-/g, '_')}`;
+}
+
+/**
+ * pg_hba.conf: scram everywhere over TCP, the replication role for streaming;
+ * trust on the Unix socket, which only the container's own processes reach.
+ */
+export function renderHba(): string {
+  return [
+    'local all all trust',
+    `host replication ${REPLICATION_USER} all scram-sha-256`,
+    'host all all all scram-sha-256',
+    '',
+  ].join('\n');
+}
+
+/**
+ * The start script. Its environment (from the StatefulSet): POD_NAME,
+ * PRIMARY_HOST (the client Service), PEERS_HOST (the headless Service),
+ * SUPERUSER and SUPERUSER_PASSWORD (the credentials Secret), DATABASE,
+ * REPLICATION_PASSWORD (the replication Secret). Passwords never reach a
+ * command line: psql reads them from the environment, libpq from a passfile.
+ */
+export function renderStartScript(): string {
+  return `#!/bin/bash
+# Rendered by the Database controller (apps/database-controller/src/postgres/start-script.ts).
+set -uo pipefail
+touch ${STARTING_MARKER}
+umask 0077
+trap "exit 143" TERM
+export DATABASE=\${DATABASE:-app}
+data=${DATA_MOUNT}
+PGDATA=${PGDATA}
+export PGPASSFILE=$data/.pgpass
+printf '*:*:*:%s:%s\\n' '${REPLICATION_USER}' "$REPLICATION_PASSWORD" > "$PGPASSFILE"
+as_replication() { env -u PGPASSWORD PGUSER=${REPLICATION_USER} PGCONNECT_TIMEOUT=2 "$@"; }
+say() { echo "regulon: $*" >&2; }
+designated() { [ "$(cat ${TOPOLOGY_MOUNT}/primary 2>/dev/null)" = "$POD_NAME" ]; }
+initialized() { [ "$(cat ${TOPOLOGY_MOUNT}/initialized 2>/dev/null)" = "true" ]; }
+primary_up() { as_replication pg_isready -q -h "$PRIMARY_HOST" -d postgres -t 2; }
+wait_for_primary() {
+  say "waiting for the primary at $PRIMARY_HOST"
+  until primary_up; do sleep 2; done
+}
+# Whether another instance of this Database is writable now (its peers by the headless Service).
+writable_peer() {
+  local ip
+  for ip in $(getent ahostsv4 "$PEERS_HOST" | awk '{print $1}' | sort -u); do
+    if [ "$(as_replication psql -h "$ip" -d postgres -tAX -c 'select not pg_is_in_recovery()' 2>/dev/null)" = t ]; then
+      say "a writable instance already runs at $ip"
+      return 0
+    fi
+  done
+  return 1
+}
+initialize() {
+  say "initialising a new cluster"
+  rm -rf "$PGDATA.new"
+  initdb -D "$PGDATA.new" -U "$SUPERUSER" --pwfile=<(printf '%s' "$SUPERUSER_PASSWORD") \\
+    --auth-local=trust --auth-host=scram-sha-256 --data-checksums --encoding=UTF8 >/dev/null || exit 1
+  pg_ctl -D "$PGDATA.new" -w -o "-c listen_addresses='' -c unix_socket_directories=/tmp" start >/dev/null || exit 1
+  psql -h /tmp -U "$SUPERUSER" -d postgres -v ON_ERROR_STOP=1 -qX <<'SQL' || exit 1
+\\getenv replication_password REPLICATION_PASSWORD
+\\getenv database DATABASE
+CREATE ROLE ${REPLICATION_USER} WITH LOGIN REPLICATION PASSWORD :'replication_password';
+GRANT pg_monitor TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_control_system() TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_control_checkpoint() TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_promote(boolean, integer) TO ${REPLICATION_USER};
+-- What pg_rewind reads from the source: a former primary rejoins without a superuser.
+GRANT EXECUTE ON FUNCTION pg_ls_dir(text, boolean, boolean) TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint, boolean) TO ${REPLICATION_USER};
+SELECT format('CREATE DATABASE %I', :'database') WHERE :'database' <> 'postgres' \\gexec
+SQL
+  pg_ctl -D "$PGDATA.new" -w -m fast stop >/dev/null || exit 1
+  mv "$PGDATA.new" "$PGDATA"
+}
+clone() {
+  wait_for_primary
+  say "cloning the primary"
+  rm -rf "$PGDATA.new"
+  until as_replication pg_basebackup -h "$PRIMARY_HOST" -D "$PGDATA.new" -X stream --checkpoint=fast; do
+    say "clone failed; trying again"
+    rm -rf "$PGDATA.new"
+    sleep 2
+    wait_for_primary
+  done
+  mv "$PGDATA.new" "$PGDATA"
+}
+rewind() {
+  wait_for_primary
+  # "no rewind required" when this data never left the primary's history.
+  if ! as_replication pg_rewind -D "$PGDATA" --source-server="host=$PRIMARY_HOST dbname=postgres" 2>&1 | sed 's/^/pg_rewind: /' >&2; then
+    say "cannot rewind onto the primary's timeline: cloning afresh"
+    rm -rf "$PGDATA"
+    clone
+  fi
+}
+
+rm -rf "$PGDATA.new"
+role=standby
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+  rm -rf "$PGDATA"
+  if designated && ! initialized; then
+    initialize
+    role=primary
+  else
+    # An empty volume of an existing cluster: waits until a primary serves (after a failover if this was it).
+    until ! designated && primary_up; do sleep 2; done
+    clone
+  fi
+elif designated && ! writable_peer; then
+  role=primary
+else
+  # Not the named primary, or named while another instance is still writable (the manager is moving the role).
+  rewind
+fi
+if [ "$role" = primary ]; then
+  rm -f "$PGDATA/standby.signal"
+else
+  touch "$PGDATA/standby.signal"
+fi
+say "starting as the $role"
+rm -f ${STARTING_MARKER}
+exec postgres -D "$PGDATA" -c config_file=${CONFIG_MOUNT}/postgresql.conf -c data_directory="$PGDATA" \\
+  -c primary_conninfo="host=$PRIMARY_HOST port=5432 user=${REPLICATION_USER} passfile=$PGPASSFILE application_name=$POD_NAME dbname=postgres" \\
+  -c primary_slot_name="regulon_\${POD_NAME//-/_}"
+`;
+}

@@ -1,0 +1,237 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { plan, type Member, type PlanInput, type Server } from './plan.ts';
+
+const NOW = 1_000_000;
+const SYSTEM = '7300000000000000001';
+
+const primary = (lsn = 1000n): Server => ({
+  writable: true,
+  systemId: SYSTEM,
+  timeline: 1,
+  lsn,
+  replayLsn: lsn,
+  streaming: false,
+});
+const standby = (lsn: bigint, extra: Partial<Server> = {}): Server => ({
+  writable: false,
+  systemId: SYSTEM,
+  timeline: 1,
+  lsn,
+  replayLsn: lsn,
+  streaming: true,
+  ...extra,
+});
+const member = (ordinal: number, server: Server | undefined, extra: Partial<Member> = {}): Member => ({
+  pod: `db-${ordinal}`,
+  ordinal,
+  uid: `uid-${ordinal}`,
+  createdAt: NOW - 600_000,
+  deleting: false,
+  ready: server !== undefined,
+  troubleSince: server === undefined ? NOW - 60_000 : undefined,
+  server,
+  ...extra,
+});
+const input = (members: Member[], extra: Partial<PlanInput> = {}): PlanInput => ({
+  replicas: 3,
+  members,
+  topology: { primary: 'db-0', initialized: true, since: NOW - 3_600_000 },
+  systemId: SYSTEM,
+  failoverDelayMs: 10_000,
+  maxLagBytes: 100n,
+  now: NOW,
+  switchoverTo: undefined,
+  ...extra,
+});
+
+describe('replication plan', () => {
+  test('steady state: no step; the primary and the streaming replicas within the lag bound get their roles', () => {
+    const p = plan(input([member(0, primary(1000n)), member(1, standby(990n)), member(2, standby(500n))]));
+    assert.equal(p.step, undefined);
+    assert.equal(p.currentPrimary, 'db-0');
+    assert.equal(p.roles.get('db-0'), 'primary');
+    assert.equal(p.roles.get('db-1'), 'replica');
+    assert.equal(
+      p.roles.get('db-2'),
+      undefined,
+      '500 bytes behind a 100-byte bound: out of the read-only Service',
+    );
+  });
+
+  test('a standby that is not streaming serves no reads', () => {
+    const p = plan(input([member(0, primary()), member(1, standby(1000n, { streaming: false }))]));
+    assert.equal(p.roles.get('db-1'), undefined);
+  });
+
+  test('the first primary is recorded as initialised once it is writable; before that nothing fails over', () => {
+    const fresh = { primary: 'db-0', initialized: false, since: undefined };
+    const up = plan(input([member(0, primary()), member(1, undefined)], { topology: fresh }));
+    assert.deepEqual(up.step && up.step.kind === 'topology' && up.step.topology, {
+      ...fresh,
+      initialized: true,
+    });
+    const down = plan(input([member(0, undefined), member(1, standby(0n))], { topology: fresh }));
+    assert.equal(down.step, undefined, 'a cluster that never existed has nothing to take over');
+    assert.match(down.waiting ?? '', /initialise/);
+  });
+
+  test('a lost primary is replaced only after the failover delay', () => {
+    const members = (since: number) => [
+      member(0, undefined, { troubleSince: since }),
+      member(1, standby(900n)),
+      member(2, standby(950n)),
+    ];
+    const early = plan(input(members(NOW - 4_000)));
+    assert.equal(early.step, undefined);
+    assert.equal(early.recheckInMs, 6_000);
+    assert.equal(
+      early.roles.get('db-1'),
+      undefined,
+      'no replica serves reads without a primary to measure lag against',
+    );
+    const late = plan(input(members(NOW - 10_000)));
+    assert.equal(late.step?.kind, 'topology');
+    assert.equal(late.step.kind === 'topology' && late.step.reason, 'Failover');
+    assert.equal(
+      late.step.kind === 'topology' && late.step.topology.primary,
+      'db-2',
+      'the most advanced standby',
+    );
+  });
+
+  test('candidates: never another cluster, never an ordinal being scaled away, never a writable one', () => {
+    const lost = member(0, undefined, { troubleSince: NOW - 60_000 });
+    const other = member(1, standby(5000n, { systemId: 'another' }));
+    const leaving = member(3, standby(4000n));
+    const good = member(2, standby(100n));
+    const p = plan(input([lost, other, leaving, good]));
+    assert.equal(p.step?.kind === 'topology' && p.step.topology.primary, 'db-2');
+    const none = plan(input([lost, other, leaving]));
+    assert.equal(none.step, undefined);
+    assert.match(none.waiting ?? '', /no standby can take over/);
+  });
+
+  test('the named primary running as a standby is promoted once every other instance is known not to write', () => {
+    const moved = { primary: 'db-1', initialized: true, since: NOW - 5_000 };
+    // The old primary's Pod predates the change and does not answer: it is stopped first.
+    const old = member(0, undefined, { ready: false, createdAt: NOW - 600_000 });
+    const p1 = plan(input([old, member(1, standby(900n)), member(2, standby(800n))], { topology: moved }));
+    assert.deepEqual(p1.step && { ...p1.step, message: '' }, {
+      kind: 'fence',
+      pod: 'db-0',
+      uid: 'uid-0',
+      graceful: false,
+      message: '',
+    });
+    // While its Pod is being deleted: wait.
+    const p2 = plan(input([{ ...old, deleting: true }, member(1, standby(900n))], { topology: moved }));
+    assert.equal(p2.step, undefined);
+    assert.match(p2.waiting ?? '', /db-0 to stop/);
+    // Its new Pod started after the change (it read the new name): no longer in the way.
+    const recreated = member(0, undefined, { uid: 'uid-0b', createdAt: NOW - 3_000, ready: false });
+    const p3 = plan(input([recreated, member(1, standby(900n))], { topology: moved }));
+    assert.deepEqual(p3.step, { kind: 'promote', pod: 'db-1' });
+    // A new Pod of the same second as the change may have read the old name: not trusted yet.
+    const sameSecond = member(0, undefined, {
+      uid: 'uid-0c',
+      createdAt: Math.floor((NOW - 5_000) / 1000) * 1000,
+    });
+    assert.equal(
+      plan(input([sameSecond, member(1, standby(900n))], { topology: moved })).step?.kind,
+      'fence',
+    );
+  });
+
+  test('never two writable: another writable instance is fenced before anything else, cleanly if it serves', () => {
+    const moved = { primary: 'db-1', initialized: true, since: NOW - 5_000 };
+    const p = plan(input([member(0, primary(2000n)), member(1, standby(2000n))], { topology: moved }));
+    assert.equal(p.step?.kind, 'fence');
+    assert.equal(p.step?.kind === 'fence' && p.step.pod, 'db-0');
+    assert.equal(
+      p.step?.kind === 'fence' && p.step.graceful,
+      true,
+      'a ready primary shuts down cleanly: its last WAL reaches the standbys',
+    );
+    assert.equal(p.roles.get('db-0'), undefined, 'and leaves the client Service at once');
+    assert.equal(p.currentPrimary, undefined);
+    // Both writable, the named one included: the other is fenced; the named one stays primary.
+    const both = plan(input([member(0, primary()), member(1, primary())]));
+    assert.equal(both.step?.kind === 'fence' && both.step.pod, 'db-1');
+    assert.equal(both.currentPrimary, 'db-0');
+  });
+
+  test('no promotion while a ready instance does not answer, or of an instance of another cluster', () => {
+    const moved = { primary: 'db-1', initialized: true, since: NOW - 5_000 };
+    const silent = member(0, undefined, { ready: true });
+    const p = plan(input([silent, member(1, standby(900n))], { topology: moved }));
+    assert.equal(
+      p.step?.kind,
+      'fence',
+      'a ready Pod that does not answer may be a writable primary: stopped first',
+    );
+    const foreign = plan(
+      input([member(1, standby(900n, { systemId: 'another' }))], { topology: moved, replicas: 2 }),
+    );
+    assert.equal(foreign.step, undefined);
+    assert.match(foreign.waiting ?? '', /another database/);
+  });
+
+  test('switchover: to a ready streaming standby; refused otherwise', () => {
+    const members = [
+      member(0, primary()),
+      member(1, standby(1000n)),
+      member(2, standby(1000n, { streaming: false })),
+    ];
+    const ok = plan(input(members, { switchoverTo: 'db-1' }));
+    assert.equal(ok.step?.kind === 'topology' && ok.step.reason, 'Switchover');
+    assert.equal(ok.step?.kind === 'topology' && ok.step.topology.primary, 'db-1');
+    assert.equal(plan(input(members, { switchoverTo: 'db-2' })).step?.kind, 'refuseSwitchover');
+    assert.equal(plan(input(members, { switchoverTo: 'db-7' })).step?.kind, 'refuseSwitchover');
+    assert.equal(plan(input(members, { switchoverTo: 'db-0' })).step, undefined, 'already the primary');
+  });
+
+  test('scaling below the primary moves it first to a streaming standby that stays', () => {
+    const topology = { primary: 'db-2', initialized: true, since: NOW - 60_000 };
+    const p = plan(
+      input([member(0, standby(900n)), member(1, standby(1000n)), member(2, primary())], {
+        replicas: 2,
+        topology,
+      }),
+    );
+    assert.equal(p.step?.kind === 'topology' && p.step.topology.primary, 'db-1');
+    assert.equal(p.step?.kind === 'topology' && p.step.reason, 'Switchover');
+  });
+
+  test('a manager that resumes a half-done failover promotes the named standby, and never a second one', () => {
+    const moved = { primary: 'db-2', initialized: true, since: NOW - 2_000 };
+    // db-1 is more advanced than db-2 by now, but the choice was made: the record is kept.
+    const members = [
+      member(0, undefined, { uid: undefined, ready: false }),
+      member(1, standby(5000n)),
+      member(2, standby(4000n)),
+    ];
+    assert.deepEqual(plan(input(members, { topology: moved })).step, { kind: 'promote', pod: 'db-2' });
+    // Once promoted, nothing else is.
+    const after = plan(
+      input([members[0]!, member(1, standby(5000n)), member(2, primary(6000n))], { topology: moved }),
+    );
+    assert.equal(after.step, undefined);
+    assert.equal(after.currentPrimary, 'db-2');
+  });
+
+  test('a primary whose Pod is being deleted hands over at once, and is waited for before the promotion', () => {
+    const deleting = member(0, primary(1000n), { deleting: true });
+    const p = plan(input([deleting, member(1, standby(990n)), member(2, standby(1000n))]));
+    assert.equal(p.step?.kind === 'topology' && p.step.topology.primary, 'db-2', 'no failover delay');
+    // Named now, db-2 waits while db-0 still writes (its fast shutdown hands over the last WAL).
+    const moved = { primary: 'db-2', initialized: true, since: NOW };
+    const next = plan(
+      input([deleting, member(1, standby(990n)), member(2, standby(1000n))], { topology: moved }),
+    );
+    assert.equal(next.step, undefined);
+    assert.match(next.waiting ?? '', /db-0 to stop/);
+    // With no standby to take over, nothing moves: it comes back as the primary.
+    assert.equal(plan(input([deleting], { replicas: 1 })).step, undefined);
+  });
+});

@@ -1,0 +1,776 @@
+// The workload the real-node replication tests run against a Database:
+//
+// - a writer Pod that inserts ids 1, 2, 3, ... through the client Service by
+//   DNS name, one short-lived psql each, and logs `ack <id> <epoch-ms>` only
+//   for an insert psql reported committed — the acknowledged writes;
+// - a role sampler in the test process that asks every instance Pod, every
+//   200 ms, whether it is writable — to prove there were never two;
+// - row counts read from any instance, so a test computes the acknowledged
+//   writes lost as `acked − present`.
+//
+// Credentials come from the Database's credentials Secret through the API and
+// are never printed: the writer Pod takes the URI from the Secret itself.
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+import { Kinds, isNotFound, type KubeClient } from '@regulon/client';
+import { eventually } from '@regulon/testenv';
+import pg from 'pg';
+
+/** The table the writer fills; one row per acknowledged id. */
+export const LOAD_TABLE = 'regulon_load';
+export const CLIENT_IMAGE = 'regulon.local/client:12';
+/** Sampler cadence the issue asks for. */
+export const SAMPLE_INTERVAL_MS = 200;
+
+// ---------------------------------------------------------------------------
+// Credentials
+
+export interface DatabaseCredentials {
+  username: string;
+  password: string;
+  /** The application database (the URI's path), where the writer's table lives. */
+  database: string;
+  host: string;
+  port: number;
+}
+
+/** Reads `<db>-credentials` (or `secretName`) through the API. */
+export async function readCredentials(
+  client: KubeClient,
+  namespace: string,
+  db: string,
+  secretName = `${db}-credentials`,
+): Promise<DatabaseCredentials> {
+  const secret = await client.resource<V1Secret>(Kinds.Secret).get(secretName, { namespace });
+  const field = (key: string): string => {
+    const value = secret.data?.[key];
+    // The key's name only: the value is a secret.
+    if (value === undefined) throw new Error(`Secret ${namespace}/${secretName} has no key ${key}`);
+    return Buffer.from(value, 'base64').toString('utf8');
+  };
+  return {
+    username: field('username'),
+    password: field('password'),
+    database: field('database'),
+    host: field('host'),
+    port: Number(field('port')),
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Instance Pods
+
+export interface InstancePod {
+  name: string;
+  /** Undefined until the Pod has an address (or after it lost it). */
+  ip: string | undefined;
+  phase: string | undefined;
+  deleting: boolean;
+}
+
+/**
+ * The Database's instance Pods, `<db>-<ordinal>`, by the instance label; the
+ * name filter leaves out other Pods that carry the label (backup Jobs' Pods).
+ */
+export async function listInstancePods(
+  client: KubeClient,
+  namespace: string,
+  db: string,
+  signal?: AbortSignal,
+): Promise<InstancePod[]> {
+  const list = await client.resource<V1Pod>(Kinds.Pod).list({
+    namespace,
+    labelSelector: `app.kubernetes.io/instance=${db}`,
+    ...(signal ? { signal } : {}),
+  });
+  const instance = new RegExp(`^${db.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d+$`);
+  return list.items
+    .filter((p) => instance.test(p.metadata?.name ?? ''))
+    .map((p) => ({
+      name: p.metadata!.name!,
+      ip: p.status?.podIP || undefined,
+      phase: p.status?.phase,
+      deleting: p.metadata?.deletionTimestamp !== undefined,
+    }))
+    .sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
+}
+
+// ---------------------------------------------------------------------------
+// The writer
+
+export interface WriterOptions {
+  client: KubeClient;
+  namespace: string;
+  /** The Database's name: the Secret is `<db>-credentials` unless `secretName` says otherwise. */
+  db: string;
+  /** The writer Pod's name; default `<db>-load-writer`. */
+  name?: string;
+  secretName?: string;
+  /** The Secret key holding `postgresql://user:pw@<db>.<ns>.svc:5432/app`; default `uri`. */
+  uriKey?: string;
+  image?: string;
+  /** At most this many inserts a second; default: as fast as psql goes. */
+  maxPerSecond?: number;
+  /** Kills a psql that hangs (a dead primary's connection) after this long; default 5 s. */
+  statementTimeoutSeconds?: number;
+  /** How long to wait for the Pod to run; default 120 s. */
+  startTimeoutMs?: number;
+}
+
+export interface Ack {
+  id: number;
+  /** Epoch ms (the node's clock is this machine's: comparable with Date.now()). */
+  atMs: number;
+}
+
+export interface WriteFailure {
+  /** The id being retried (0: creating the table). */
+  id: number;
+  atMs: number;
+  /** psql's exit status; 124 when the statement timeout killed it. */
+  exitCode: number;
+  /** psql's first error line, printed when it differs from the previous failure's. */
+  message?: string;
+}
+
+export interface WriterLog {
+  startedAtMs: number;
+  /** When `create table if not exists` first succeeded. */
+  tableReadyAtMs: number | undefined;
+  /** In id order, which is also time order: ids are contiguous from 1. */
+  acks: Ack[];
+  failures: WriteFailure[];
+}
+
+/** A stretch with no acknowledged write: between the ack at `fromMs` and the next at `toMs`. */
+export interface Outage {
+  fromMs: number;
+  toMs: number;
+  durationMs: number;
+  /** The last id acknowledged before the gap. */
+  afterId: number;
+}
+
+export interface Writer {
+  readonly pod: string;
+  /** Everything the writer logged so far, parsed. */
+  log(): Promise<WriterLog>;
+  /**
+   * Acknowledged ids so far. Read this BEFORE counting rows: every id in it
+   * was committed before the read, so it must be present in any later count.
+   */
+  acked(): Promise<number[]>;
+  /** Waits until at least `n` writes were acknowledged in total; returns the log then. */
+  waitForAcks(n: number, timeoutMs: number): Promise<WriterLog>;
+  /** Waits for the first ack stamped after `sinceMs` (writes resumed); returns it. */
+  waitForAckAfter(sinceMs: number, timeoutMs: number): Promise<Ack>;
+  /** Gaps between consecutive acks longer than `minMs` (default 500), in time order. */
+  outages(minMs?: number): Promise<Outage[]>;
+  /** The longest gap between consecutive acks (0 with fewer than two acks). */
+  longestOutage(): Promise<Outage | undefined>;
+  /** Deletes the Pod and waits until it is gone. */
+  stop(): Promise<void>;
+  /** `stop()`, for `await using writer = await startWriter(...)`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * The writer's loop, POSIX sh (dash). `ack` is printed only when psql exits 0;
+ * a failed insert retries the same id, and `on conflict do nothing` makes a
+ * retry of an insert that committed anyway succeed without a second row, so
+ * ids stay contiguous and each acked id is one row. psql's own output and
+ * errors are not logged line by line: the log must stay small (the kubelet
+ * rotates it, and the API serves only the current file).
+ */
+export function writerScript(
+  opts: { table?: string; pauseSeconds?: number; statementTimeoutSeconds?: number } = {},
+): string {
+  const table = opts.table ?? LOAD_TABLE;
+  const timeout = opts.statementTimeoutSeconds ?? 5;
+  const pace = opts.pauseSeconds ? `    sleep ${opts.pauseSeconds.toFixed(3)}` : '    :';
+  return `set -u
+now() { date +%s%3N; }
+# One statement in a fresh session; psql's output in $out, its status returned.
+run() { out=$(timeout ${timeout} psql "$DATABASE_URI" -X -q -A -t -v ON_ERROR_STOP=1 -c "$1" 2>&1); }
+last=
+failed() {
+  msg=$(printf '%s' "$out" | grep -v '^$' | head -n 1 | cut -c 1-200)
+  if [ "$msg" != "$last" ]; then echo "fail $1 $(now) $2 $msg"; last=$msg; else echo "fail $1 $(now) $2"; fi
+  # A refused connection fails at once: this keeps the retries from flooding the log.
+  sleep 0.05
+}
+echo "start $(now)"
+until run "create table if not exists ${table} (id bigint primary key, at timestamptz default now())"; do
+  failed 0 $?
+done
+echo "table $(now)"
+id=1
+while :; do
+  if run "insert into ${table} (id) values ($id) on conflict do nothing"; then
+    echo "ack $id $(now)"
+    id=$((id + 1))
+${pace}
+  else
+    failed $id $?
+  fi
+done
+`;
+}
+
+/** Parses the writer's log; throws when its beginning is missing (a rotated log would hide acks). */
+export function parseWriterLog(text: string): WriterLog {
+  let startedAtMs: number | undefined;
+  let tableReadyAtMs: number | undefined;
+  const acks: Ack[] = [];
+  const failures: WriteFailure[] = [];
+  for (const line of text.split('\n')) {
+    const [word, a, b, c] = line.split(' ', 4);
+    if (word === 'start') startedAtMs = Number(a);
+    else if (word === 'table') tableReadyAtMs = Number(a);
+    else if (word === 'ack') {
+      const ack = { id: Number(a), atMs: Number(b) };
+      const expected = (acks.at(-1)?.id ?? 0) + 1;
+      if (ack.id !== expected) throw new Error(`writer log: ack ${ack.id} follows ack ${expected - 1}`);
+      acks.push(ack);
+    } else if (word === 'fail') {
+      const message = line.split(' ').slice(4).join(' ');
+      failures.push({ id: Number(a), atMs: Number(b), exitCode: Number(c), ...(message ? { message } : {}) });
+    }
+  }
+  if (startedAtMs === undefined) throw new Error('writer log has no start line (not started, or rotated)');
+  return { startedAtMs, tableReadyAtMs, acks, failures };
+}
+
+/** Gaps between consecutive acks longer than `minMs`. */
+export function outagesOf(acks: readonly Ack[], minMs = 500): Outage[] {
+  const gaps: Outage[] = [];
+  for (let i = 1; i < acks.length; i++) {
+    const from = acks[i - 1]!;
+    const to = acks[i]!;
+    const durationMs = to.atMs - from.atMs;
+    if (durationMs > minMs) gaps.push({ fromMs: from.atMs, toMs: to.atMs, durationMs, afterId: from.id });
+  }
+  return gaps;
+}
+
+/** The writer Pod: restricted Pod Security, the URI straight from the Secret. */
+export function writerPod(opts: Omit<WriterOptions, 'client'>): V1Pod {
+  const name = opts.name ?? `${opts.db}-load-writer`;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace: opts.namespace,
+      // Not the Database's instance label: the sampler and the Services must not pick it up.
+      labels: { 'app.kubernetes.io/name': 'regulon-load-writer', 'app.kubernetes.io/part-of': opts.db },
+    },
+    spec: {
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 1,
+      automountServiceAccountToken: false,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 65534,
+        runAsGroup: 65534,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      containers: [
+        {
+          name: 'writer',
+          image: opts.image ?? CLIENT_IMAGE,
+          command: [
+            'sh',
+            '-c',
+            writerScript({
+              ...(opts.maxPerSecond ? { pauseSeconds: 1 / opts.maxPerSecond } : {}),
+              ...(opts.statementTimeoutSeconds
+                ? { statementTimeoutSeconds: opts.statementTimeoutSeconds }
+                : {}),
+            }),
+          ],
+          env: [
+            {
+              name: 'DATABASE_URI',
+              valueFrom: {
+                secretKeyRef: {
+                  name: opts.secretName ?? `${opts.db}-credentials`,
+                  key: opts.uriKey ?? 'uri',
+                },
+              },
+            },
+            // libpq's own limit on connecting; the statement limit is `timeout` in the script.
+            { name: 'PGCONNECT_TIMEOUT', value: '2' },
+            { name: 'PGAPPNAME', value: 'regulon-load-writer' },
+          ],
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ['ALL'] },
+            runAsNonRoot: true,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+        },
+      ],
+    },
+  };
+}
+
+/** Starts the writer Pod and waits until its loop runs; see `Writer`. */
+export async function startWriter(opts: WriterOptions): Promise<Writer> {
+  const { client, namespace } = opts;
+  const pods = client.resource<V1Pod>(Kinds.Pod);
+  const pod = writerPod(opts);
+  const name = pod.metadata!.name!;
+  await pods.create(pod);
+
+  const readLog = async (): Promise<WriterLog> => {
+    const text = await client.request<string>({
+      method: 'GET',
+      path: `/api/v1/namespaces/${namespace}/pods/${name}/log`,
+      query: { container: 'writer' },
+      // The log endpoint refuses an Accept of text/plain; it answers JSON's with text.
+    });
+    return parseWriterLog(typeof text === 'string' ? text : '');
+  };
+
+  // `eventually` retries what throws, so a Pod that will never run is returned, not thrown.
+  const started = await eventually(
+    `writer Pod ${namespace}/${name} running its loop`,
+    async (): Promise<WriterLog | { broken: string } | false> => {
+      const p = await pods.get(name, { namespace });
+      const waiting = p.status?.containerStatuses?.[0]?.state?.waiting;
+      if (
+        p.status?.phase === 'Failed' ||
+        p.status?.phase === 'Succeeded' ||
+        /^Err|BackOff$/.test(waiting?.reason ?? '')
+      ) {
+        return { broken: `${p.status?.phase} ${waiting?.reason ?? ''} ${waiting?.message ?? ''}`.trim() };
+      }
+      return p.status?.phase === 'Running' && (await readLog());
+    },
+    opts.startTimeoutMs ?? 120_000,
+    200,
+  );
+  if ('broken' in started) throw new Error(`writer Pod ${namespace}/${name} cannot run: ${started.broken}`);
+
+  const writer: Writer = {
+    pod: name,
+    log: readLog,
+    acked: async () => (await readLog()).acks.map((a) => a.id),
+    waitForAcks: (n, timeoutMs) =>
+      eventually(
+        `${n} acknowledged writes`,
+        async () => {
+          const log = await readLog();
+          return log.acks.length >= n && log;
+        },
+        timeoutMs,
+        250,
+      ),
+    waitForAckAfter: (sinceMs, timeoutMs) =>
+      eventually(
+        `a write acknowledged after ${new Date(sinceMs).toISOString()}`,
+        async () => (await readLog()).acks.find((a) => a.atMs > sinceMs),
+        timeoutMs,
+        250,
+      ),
+    outages: async (minMs) => outagesOf((await readLog()).acks, minMs),
+    longestOutage: async () =>
+      outagesOf((await readLog()).acks, 0).reduce<Outage | undefined>(
+        (longest, o) => (longest && longest.durationMs >= o.durationMs ? longest : o),
+        undefined,
+      ),
+    stop: async () => {
+      try {
+        await pods.delete(name, { namespace, gracePeriodSeconds: 0 });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      await eventually(
+        `writer Pod ${name} gone`,
+        async () => {
+          try {
+            await pods.get(name, { namespace });
+            return false;
+          } catch (err) {
+            if (isNotFound(err)) return true;
+            throw err;
+          }
+        },
+        60_000,
+        200,
+      );
+    },
+    [Symbol.asyncDispose]: () => writer.stop(),
+  };
+  return writer;
+}
+
+// ---------------------------------------------------------------------------
+// The role sampler
+
+export type InstanceRole = 'writable' | 'read-only' | 'unreachable';
+
+export interface InstanceSample {
+  name: string;
+  ip: string | undefined;
+  role: InstanceRole;
+  /** Why it was unreachable: no IP yet, still connecting, timed out, or the error's message. */
+  reason?: string;
+}
+
+export interface SampleRound {
+  /** Epoch ms when the round started. */
+  atMs: number;
+  /** How long the round took; never more than the interval. */
+  tookMs: number;
+  instances: InstanceSample[];
+  /** Names of the writable instances this round. */
+  writable: string[];
+}
+
+export interface SamplerSummary {
+  rounds: number;
+  firstAtMs: number | undefined;
+  lastAtMs: number | undefined;
+  maxWritableAtOnce: number;
+  /** Every round that saw more than one writable instance. */
+  splitBrainRounds: Array<{ atMs: number; writable: string[] }>;
+  /** Writable instance names in the order they took the role, consecutive repeats collapsed: ['db-0', 'db-1']. */
+  writableSequence: string[];
+  /** Stretches of consecutive rounds with no writable instance (from the first such round to the next with one). */
+  noWritableSpans: Array<{ fromMs: number; toMs: number | undefined }>;
+  /** The slowest round; the cadence held if this is under the interval. */
+  maxRoundMs: number;
+}
+
+export interface RoleSamplerOptions {
+  client: KubeClient;
+  namespace: string;
+  db: string;
+  secretName?: string;
+  /** Default 200 ms. */
+  intervalMs?: number;
+  /** Default 500 ms; a connect still under way spans rounds (those rounds say `unreachable`). */
+  connectTimeoutMs?: number;
+  /** Default 5432. */
+  port?: number;
+}
+
+export interface RoleSampler {
+  /** Every round so far. */
+  rounds(): readonly SampleRound[];
+  /** Waits until a round satisfies `check` (e.g. exactly one writable); returns that round. */
+  waitForRound(what: string, check: (round: SampleRound) => boolean, timeoutMs: number): Promise<SampleRound>;
+  /** Stops sampling, closes every connection, and summarises. Idempotent. */
+  stop(): Promise<SamplerSummary>;
+  /** `stop()`: a sampler left running keeps the test process alive. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+const WRITABLE_SQL =
+  "select not pg_is_in_recovery() and current_setting('transaction_read_only') = 'off' as writable";
+
+/** One instance's probe connection, kept across rounds and replaced after any error or timeout. */
+class InstanceProbe {
+  #client: pg.Client | undefined;
+  #connecting: Promise<pg.Client> | undefined;
+  readonly ip: string;
+  readonly #config: pg.ClientConfig;
+
+  constructor(ip: string, config: pg.ClientConfig) {
+    this.ip = ip;
+    this.#config = { ...config, host: ip };
+  }
+
+  /** Asks whether the instance is writable, answering by `deadlineMs` whatever the network does. */
+  async sample(deadlineMs: number): Promise<{ role: InstanceRole; reason?: string }> {
+    if (this.#connecting) return { role: 'unreachable', reason: 'connecting' };
+    try {
+      const client = this.#client ?? (await this.#within(this.#connect(), deadlineMs, 'connect'));
+      const res = await this.#within(client.query<{ writable: boolean }>(WRITABLE_SQL), deadlineMs, 'query');
+      return { role: res.rows[0]?.writable ? 'writable' : 'read-only' };
+    } catch (err) {
+      if (!(err instanceof Late) || err.step === 'query') this.close();
+      return { role: 'unreachable', reason: (err as Error).message };
+    }
+  }
+
+  close(): void {
+    const client = this.#client;
+    this.#client = undefined;
+    if (client) destroy(client);
+  }
+
+  #connect(): Promise<pg.Client> {
+    const client = new pg.Client(this.#config);
+    // An idle connection the server drops emits 'error': unhandled, it would kill the test process.
+    client.on('error', () => {
+      if (this.#client === client) this.close();
+    });
+    this.#connecting = client.connect().then(
+      () => {
+        this.#connecting = undefined;
+        this.#client = client;
+        return client;
+      },
+      (err: unknown) => {
+        this.#connecting = undefined;
+        destroy(client);
+        throw err;
+      },
+    );
+    return this.#connecting;
+  }
+
+  async #within<T>(work: Promise<T>, deadlineMs: number, step: 'connect' | 'query'): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Late(step)), Math.max(0, deadlineMs - Date.now()));
+    });
+    try {
+      return await Promise.race([work, late]);
+    } finally {
+      clearTimeout(timer);
+      // The loser must not surface as an unhandled rejection.
+      work.catch(() => {});
+    }
+  }
+}
+
+class Late extends Error {
+  readonly step: string;
+  constructor(step: string) {
+    super(`${step} timed out`);
+    this.step = step;
+  }
+}
+
+/** Drops a connection at once: end() waits for the server, which may be gone. */
+function destroy(client: pg.Client): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+  client.end().catch(() => {});
+}
+
+/**
+ * Samples every instance's role every `intervalMs` from the test process (the
+ * host reaches Pod IPs directly), as the credentials Secret's user, database
+ * `postgres`. Each round answers within the interval: a slow instance is
+ * recorded `unreachable` for that round rather than delaying it.
+ */
+export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSampler> {
+  const { client, namespace, db } = opts;
+  const interval = opts.intervalMs ?? SAMPLE_INTERVAL_MS;
+  const creds = await readCredentials(client, namespace, db, opts.secretName);
+  const config: pg.ClientConfig = {
+    user: creds.username,
+    password: creds.password,
+    database: 'postgres',
+    port: opts.port ?? 5432,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? 500,
+    keepAlive: true,
+    application_name: 'regulon-role-sampler',
+  };
+  const history: SampleRound[] = [];
+  const probes = new Map<string, InstanceProbe>();
+  let pods: InstancePod[] = await listInstancePods(client, namespace, db);
+  let stopped = false;
+
+  // The Pod list refreshes on its own loop so a slow API call never delays a round.
+  const listing = (async () => {
+    while (!stopped) {
+      const started = Date.now();
+      try {
+        pods = await listInstancePods(client, namespace, db, AbortSignal.timeout(5_000));
+      } catch {
+        // Keep the last list; the next pass tries again.
+      }
+      await pause(Math.max(0, started + interval - Date.now()));
+    }
+  })();
+
+  const round = async (): Promise<SampleRound> => {
+    const atMs = Date.now();
+    const deadline = atMs + interval - 20;
+    const current = pods;
+    for (const [name, probe] of probes) {
+      const pod = current.find((p) => p.name === name);
+      // A recreated Pod has a new address: the old connection is to nothing.
+      if (!pod || pod.ip !== probe.ip) {
+        probe.close();
+        probes.delete(name);
+      }
+    }
+    const instances = await Promise.all(
+      current.map(async (pod): Promise<InstanceSample> => {
+        if (!pod.ip) return { name: pod.name, ip: undefined, role: 'unreachable', reason: 'no Pod IP' };
+        let probe = probes.get(pod.name);
+        if (!probe) probes.set(pod.name, (probe = new InstanceProbe(pod.ip, config)));
+        return { name: pod.name, ip: pod.ip, ...(await probe.sample(deadline)) };
+      }),
+    );
+    return {
+      atMs,
+      tookMs: Date.now() - atMs,
+      instances,
+      writable: instances.filter((i) => i.role === 'writable').map((i) => i.name),
+    };
+  };
+
+  const sampling = (async () => {
+    while (!stopped) {
+      const r = await round();
+      history.push(r);
+      await pause(Math.max(0, r.atMs + interval - Date.now()));
+    }
+  })();
+
+  const sampler: RoleSampler = {
+    rounds: () => history,
+    waitForRound: (what, check, timeoutMs) => {
+      const from = history.length;
+      return eventually(what, () => history.slice(from).find(check), timeoutMs, interval / 2);
+    },
+    stop: async () => {
+      stopped = true;
+      await Promise.all([sampling, listing]);
+      for (const probe of probes.values()) probe.close();
+      probes.clear();
+      return summarise(history);
+    },
+    [Symbol.asyncDispose]: async () => {
+      await sampler.stop();
+    },
+  };
+  return sampler;
+}
+
+export function summarise(history: readonly SampleRound[]): SamplerSummary {
+  const writableSequence: string[] = [];
+  const noWritableSpans: SamplerSummary['noWritableSpans'] = [];
+  let open: { fromMs: number; toMs: number | undefined } | undefined;
+  for (const r of history) {
+    for (const name of r.writable) if (writableSequence.at(-1) !== name) writableSequence.push(name);
+    if (r.writable.length === 0 && !open) noWritableSpans.push((open = { fromMs: r.atMs, toMs: undefined }));
+    if (r.writable.length > 0 && open) {
+      open.toMs = r.atMs;
+      open = undefined;
+    }
+  }
+  return {
+    rounds: history.length,
+    firstAtMs: history[0]?.atMs,
+    lastAtMs: history.at(-1)?.atMs,
+    maxWritableAtOnce: largest(history.map((r) => r.writable.length)),
+    splitBrainRounds: history
+      .filter((r) => r.writable.length > 1)
+      .map((r) => ({ atMs: r.atMs, writable: r.writable })),
+    writableSequence,
+    noWritableSpans,
+    maxRoundMs: largest(history.map((r) => r.tookMs)),
+  };
+}
+
+/** Math.max without spreading (a long run's arrays exceed the argument limit); 0 when empty. */
+function largest(values: Iterable<number>): number {
+  let max = 0;
+  for (const v of values) if (v > max) max = v;
+  return max;
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// ---------------------------------------------------------------------------
+// Row counts
+
+export interface CountRowsOptions {
+  client: KubeClient;
+  namespace: string;
+  db: string;
+  /** A Pod IP, or any address the test process reaches; default the Secret's host. */
+  host?: string;
+  port?: number;
+  secretName?: string;
+  table?: string;
+  /** Default 5 s. */
+  timeoutMs?: number;
+}
+
+/** The ids present in the load table on `host` (a replica's answer is fine: read-only). */
+export async function countRows(opts: CountRowsOptions): Promise<Set<number>> {
+  const creds = await readCredentials(opts.client, opts.namespace, opts.db, opts.secretName);
+  return idsAt(
+    creds,
+    opts.host ?? creds.host,
+    opts.port ?? creds.port,
+    opts.table ?? LOAD_TABLE,
+    opts.timeoutMs ?? 5_000,
+  );
+}
+
+async function idsAt(
+  creds: DatabaseCredentials,
+  host: string,
+  port: number,
+  table: string,
+  timeoutMs: number,
+): Promise<Set<number>> {
+  const conn = new pg.Client({
+    host,
+    port,
+    user: creds.username,
+    password: creds.password,
+    database: creds.database,
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
+    application_name: 'regulon-row-count',
+  });
+  conn.on('error', () => {});
+  try {
+    await conn.connect();
+    // bigint comes back as a string; the ids are far below 2^53.
+    const res = await conn.query<{ id: string }>(`select id from ${table}`);
+    return new Set(res.rows.map((r) => Number(r.id)));
+  } finally {
+    destroy(conn);
+  }
+}
+
+export interface InstanceRows {
+  pod: string;
+  ip: string | undefined;
+  /** Absent when the instance could not be read (see `error`). */
+  ids?: Set<number>;
+  count?: number;
+  maxId?: number;
+  error?: string;
+}
+
+/** Every instance Pod's copy of the load table, read directly at its Pod IP. */
+export async function readReplicaRows(opts: Omit<CountRowsOptions, 'host'>): Promise<InstanceRows[]> {
+  const creds = await readCredentials(opts.client, opts.namespace, opts.db, opts.secretName);
+  const pods = await listInstancePods(opts.client, opts.namespace, opts.db);
+  return Promise.all(
+    pods.map(async (pod): Promise<InstanceRows> => {
+      if (!pod.ip) return { pod: pod.name, ip: undefined, error: 'no Pod IP' };
+      try {
+        const ids = await idsAt(
+          creds,
+          pod.ip,
+          opts.port ?? creds.port,
+          opts.table ?? LOAD_TABLE,
+          opts.timeoutMs ?? 5_000,
+        );
+        return { pod: pod.name, ip: pod.ip, ids, count: ids.size, maxId: largest(ids) };
+      } catch (err) {
+        return { pod: pod.name, ip: pod.ip, error: (err as Error).message };
+      }
+    }),
+  );
+}
+
+/** Acknowledged ids missing from `present`: the acknowledged writes lost. */
+export function lostWrites(acked: Iterable<number>, present: ReadonlySet<number>): number[] {
+  return [...acked].filter((id) => !present.has(id));
+}
