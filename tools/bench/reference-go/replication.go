@@ -418,6 +418,20 @@ type replicationDecision struct {
 // decideReplication (reconcileReplication without its I/O): members from the
 // listed Pods, plan(), then the role labels, the step, and the switchover
 // request's removal.
+// isInstancePod: `<name>-<ordinal>`, the StatefulSet's Pods, not the backup Jobs' Pods that carry the same labels.
+func isInstancePod(db, pod string) bool {
+	rest, ok := strings.CutPrefix(pod, db+"-")
+	if !ok || rest == "" {
+		return false
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 func (db *database) decideReplication(t topology, listed []corev1.Pod, clock *troubleClock, now int64) replicationDecision {
 	ns := db.ns()
 	instances := db.instanceCount(t)
@@ -425,7 +439,7 @@ func (db *database) decideReplication(t topology, listed []corev1.Pod, clock *tr
 	byName := map[string]*corev1.Pod{}
 	for i := range listed {
 		p := &listed[i]
-		if strings.HasPrefix(p.Name, db.name+"-") {
+		if isInstancePod(db.name, p.Name) {
 			pods = append(pods, p)
 			byName[p.Name] = p
 		}

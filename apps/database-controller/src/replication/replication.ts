@@ -64,6 +64,12 @@ export function instanceCount(db: DatabaseObject, t: Topology): number {
   return Math.max(db.spec.replicas, ordinalOf(db, t.primary) + 1);
 }
 
+/** `<name>-<ordinal>`: the StatefulSet's Pods, not the backup Jobs' Pods that carry the same labels. */
+function isInstancePod(db: DatabaseObject, pod: string | undefined): boolean {
+  const prefix = `${db.metadata.name}-`;
+  return !!pod?.startsWith(prefix) && /^\d+$/.test(pod.slice(prefix.length));
+}
+
 const readyOf = (pod: V1Pod) =>
   pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 const ms = (t: Date | string | undefined) => (t ? new Date(t).getTime() : undefined);
@@ -90,7 +96,7 @@ export async function reconcileReplication(
         .join(','),
       signal: ctx.signal,
     })
-  ).items.filter((p) => p.metadata?.name?.startsWith(`${db.metadata.name}-`));
+  ).items.filter((p) => isInstancePod(db, p.metadata?.name));
   const byName = new Map(pods.map((p) => [p.metadata!.name!, p]));
   const replicated = db.spec.replicas > 1 || pods.length > 1 || topology.primary !== podName(db, 0);
 

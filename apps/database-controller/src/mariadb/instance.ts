@@ -1,0 +1,192 @@
+import mysql from 'mysql2/promise';
+import type { Server } from '../replication/plan.ts';
+import {
+  gtidOf,
+  parseReplicaStatus,
+  promote as promoteStatements,
+  demote as demoteStatements,
+  readOnlyQuery,
+  replicaStatus,
+  stopReceiving,
+  waitApplied,
+  type ReplicaStatus,
+  type Source,
+} from './replication-sql.ts';
+import { CLUSTER_TABLE, PORT, REPLICATION_USER } from './start-script.ts';
+
+/**
+ * What the manager learns from one MariaDB instance over SQL, as the
+ * replication account (never the application's or a SUPER account: see
+ * start-script.ts for its grants), in the shape the PostgreSQL side gives
+ * ../replication/plan.ts. The mapping:
+ * - writable: `@@read_only = 0` and no replication thread running;
+ * - systemId: the id the primary wrote into `regulon.cluster` when it
+ *   initialised (MariaDB has no system identifier; the clone copies it);
+ * - lsn / replayLsn: GTID sequence numbers of domain 0, which strict mode
+ *   keeps increasing across promotions, so instances compare by them: lsn is
+ *   the latest received (a replica's IO thread) or written, replayLsn the
+ *   latest applied. They count transactions, not bytes;
+ * - timeline: the server_id that wrote the latest applied transaction (the
+ *   primary of that "term");
+ * - streaming: both replication threads run.
+ * One connection per probe, as for postgres: instances come and go.
+ */
+export interface InstanceState {
+  reachable: true;
+  readOnly: boolean;
+  /** A replication thread runs (IO or SQL). */
+  replicating: boolean;
+  systemId: string;
+  timeline: number;
+  lsn: bigint;
+  replayLsn: bigint;
+  /** SHOW SLAVE STATUS, when the instance has a primary configured. */
+  replica: ReplicaStatus | undefined;
+}
+
+export type Probe = InstanceState | { reachable: false; error: string };
+
+export interface Endpoint {
+  host: string;
+  password: string;
+  port?: number;
+  signal?: AbortSignal | undefined;
+}
+
+/** The little of a connection this module uses; mysql2 provides it, tests may give another. */
+export interface SqlSession {
+  query(sql: string, timeoutMs?: number): Promise<Record<string, unknown>[]>;
+  close(): Promise<void>;
+}
+export type Connect = (e: Endpoint) => Promise<SqlSession>;
+
+/** A mysql2 connection as the replication account. */
+export const connectMysql2: Connect = async (e) => {
+  const conn = await mysql.createConnection({
+    host: e.host,
+    port: e.port ?? PORT,
+    user: REPLICATION_USER,
+    password: e.password,
+    connectTimeout: 2000,
+    // Numbers as strings where they could exceed 2^53 (GTID sequence numbers are 64-bit).
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+  });
+  // An error on an idle connection (the Pod went away) must not become an uncaught 'error' event.
+  conn.on('error', () => {});
+  const abort = () => conn.destroy();
+  e.signal?.addEventListener('abort', abort, { once: true });
+  return {
+    async query(sql, timeoutMs = 5000) {
+      const [rows] = await conn.query({ sql, timeout: timeoutMs });
+      // A statement without a result set answers with a ResultSetHeader, not rows.
+      return Array.isArray(rows) ? (rows as unknown as Record<string, unknown>[]) : [];
+    },
+    async close() {
+      e.signal?.removeEventListener('abort', abort);
+      await conn.end().catch(() => conn.destroy());
+    },
+  };
+};
+
+async function withSession<R>(e: Endpoint, connect: Connect, use: (s: SqlSession) => Promise<R>): Promise<R> {
+  const session = await connect(e);
+  try {
+    return await use(session);
+  } finally {
+    await session.close();
+  }
+}
+
+const STATE_SQL = `SELECT @@global.read_only AS read_only, @@global.gtid_current_pos AS current_pos,
+  @@global.gtid_slave_pos AS slave_pos, (SELECT id FROM ${CLUSTER_TABLE} LIMIT 1) AS cluster_id`;
+
+/** The state from the two answers an instance gives (pure: unit-testable without a server). */
+export function stateOf(row: Record<string, unknown>, replica: ReplicaStatus | undefined): InstanceState {
+  const applied = gtidOf(String(row['current_pos'] ?? ''));
+  const received = replica?.ioRunning ? gtidOf(replica.received) : undefined;
+  const replayLsn = applied?.seq ?? 0n;
+  const lsn = received && received.seq > replayLsn ? received.seq : replayLsn;
+  return {
+    reachable: true,
+    readOnly: Number(row['read_only']) !== 0,
+    replicating: replica !== undefined && (replica.ioRunning || replica.sqlRunning),
+    systemId: String(row['cluster_id'] ?? ''),
+    timeline: applied?.server ?? 0,
+    lsn,
+    replayLsn,
+    replica,
+  };
+}
+
+/** The plan's view of a reachable instance. */
+export function toServer(s: InstanceState): Server {
+  return {
+    writable: !s.readOnly && !s.replicating,
+    systemId: s.systemId,
+    timeline: s.timeline,
+    lsn: s.lsn,
+    replayLsn: s.replayLsn,
+    streaming: s.replica !== undefined && s.replica.ioRunning && s.replica.sqlRunning,
+  };
+}
+
+export async function probe(e: Endpoint, connect: Connect = connectMysql2): Promise<Probe> {
+  try {
+    return await withSession(e, connect, async (s) => {
+      const row = (await s.query(STATE_SQL))[0];
+      if (!row) throw new Error('no answer to the state query');
+      return stateOf(row, parseReplicaStatus('mariadb', (await s.query(replicaStatus('mariadb')))[0]));
+    });
+  } catch (err) {
+    return { reachable: false, error: (err as Error).message };
+  }
+}
+
+/**
+ * Promotes a replica whose primary is gone (fenced) and waits until it
+ * accepts writes: it stops fetching, applies what it had received (up to
+ * `applyTimeoutSeconds`; a replica that cannot catch up is not promoted),
+ * forgets its primary and turns read_only off. Promoting a writable
+ * instance is a no-op.
+ */
+export async function promote(
+  e: Endpoint,
+  connect: Connect = connectMysql2,
+  applyTimeoutSeconds = 60,
+): Promise<void> {
+  await withSession(e, connect, async (s) => {
+    const state = await s.query(readOnlyQuery('mariadb'));
+    const before = parseReplicaStatus('mariadb', (await s.query(replicaStatus('mariadb')))[0]);
+    if (Number(state[0]?.['read_only']) === 0 && !before?.ioRunning && !before?.sqlRunning) return;
+    if (before) {
+      await s.query(stopReceiving('mariadb'));
+      // Gtid_IO_Pos once the IO thread stopped: everything this replica will ever have of the old primary.
+      const received = parseReplicaStatus('mariadb', (await s.query(replicaStatus('mariadb')))[0])?.received;
+      if (received) {
+        const timeoutMs = (applyTimeoutSeconds + 5) * 1000;
+        const waited = await s.query(waitApplied('mariadb', received, applyTimeoutSeconds), timeoutMs);
+        if (Number(waited[0]?.['waited']) !== 0)
+          throw new Error(`the received transactions (${received}) were not applied within ${applyTimeoutSeconds} s`);
+      }
+    }
+    for (const sql of promoteStatements('mariadb')) await s.query(sql);
+    const after = await s.query(readOnlyQuery('mariadb'));
+    if (Number(after[0]?.['read_only']) !== 0) throw new Error('still read-only after the promotion');
+  });
+}
+
+/**
+ * Makes a writable instance a read-only replica of `source` (a switchover's
+ * old primary, when it is not restarted): read_only first, so nothing is
+ * written after its position is taken.
+ */
+export async function demote(
+  e: Endpoint,
+  source: Omit<Source, 'user'>,
+  connect: Connect = connectMysql2,
+): Promise<void> {
+  await withSession(e, connect, async (s) => {
+    for (const sql of demoteStatements('mariadb', { ...source, user: REPLICATION_USER })) await s.query(sql);
+  });
+}

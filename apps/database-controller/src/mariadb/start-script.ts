@@ -1,0 +1,305 @@
+/**
+ * How a MariaDB instance starts, as the script every Pod of a `mariadb`
+ * Database runs (from its ConfigMap; the image's own entrypoint, if any, is
+ * not used). The rules are the PostgreSQL ones (../postgres/start-script.ts),
+ * carried over to GTID replication:
+ * - Only the instance the topology ConfigMap names may start writable, and
+ *   only when no peer is writable already; every other one starts
+ *   `read_only` and replicates from the client Service (which selects the
+ *   primary alone), so after a failover it follows the new primary by itself.
+ * - A new cluster is made (`mariadb-install-db`) only by the named primary,
+ *   only while the topology says the Database was never initialised: an
+ *   empty volume later is filled by cloning the primary.
+ * - A replica with data, and a former primary, check before they start that
+ *   their last transaction is in the primary's history (GTID strict mode would
+ *   stop replication at the first one that is not); one that diverged (a
+ *   former primary's writes that never reached its replicas) is cloned afresh.
+ *
+ * Cloning. `mariadb-backup` copies the data directory's files, so it runs
+ * beside the server it copies: a replica with only network access to the
+ * primary cannot use it (mariadb-operator runs it in a Job on the primary's
+ * node; MOCO uses MySQL's CLONE plugin, which MariaDB lacks). A new replica
+ * here loads a logical dump instead: `mariadb-dump --single-transaction
+ * --master-data --gtid` from the primary through the client Service, into a
+ * temporary socket-only server on its own empty volume. The dump is one
+ * consistent snapshot with the GTID position it ends at, without locking
+ * the primary's writes (MariaDB gives a consistent binlog position with
+ * `--single-transaction`). Its limits: the data travels as SQL and is
+ * re-indexed on load, so it suits small and medium databases (minutes per
+ * GiB, not seconds); tables of engines without transactions (MyISAM, Aria)
+ * are not consistent in it; users come from `--system=users` (CREATE USER and
+ * GRANT statements), not from copying the `mysql` schema's tables.
+ */
+
+/** The account the manager connects as, and replicas replicate with: never SUPER or ALL. */
+export const REPLICATION_USER = 'regulon_replication';
+/** Where the Pods find the topology ConfigMap's keys (`primary`, `initialized`). */
+export const TOPOLOGY_MOUNT = '/etc/regulon/topology';
+/** The container's configuration directory (the ConfigMap: my.cnf, start.sh). */
+export const CONFIG_MOUNT = '/etc/mysql/regulon';
+export const DATA_MOUNT = '/var/lib/mysql';
+/** The data directory, one level below the volume's root (which holds the script's own files). */
+export const DATADIR = `${DATA_MOUNT}/db`;
+/** Present while the script prepares the data directory: the liveness probe leaves such a container alone. */
+export const STARTING_MARKER = '/tmp/regulon-starting';
+/** The schema and table holding the cluster's identity (MariaDB has no system identifier). */
+export const CLUSTER_TABLE = 'regulon.cluster';
+/** `server_id` is this plus the Pod's ordinal: distinct per instance, stable across restarts. */
+export const SERVER_ID_BASE = 100;
+export const PORT = 3306;
+
+export interface MariadbSettings {
+  /** Semi-synchronous replication: a commit waits until a replica has the transaction. */
+  synchronous?: boolean;
+}
+
+/**
+ * The operator's settings in my.cnf's `[mysqld]` group. What differs per
+ * instance (`server_id`, `report_host`, `read_only`) is given on the server's
+ * command line by the start script, which knows the Pod's ordinal and role.
+ */
+export function mariadbOperatorSettings(opts: MariadbSettings = {}): [string, string][] {
+  const settings: [string, string][] = [
+    ['port', String(PORT)],
+    ['bind_address', '0.0.0.0'],
+    ['datadir', DATADIR],
+    ['socket', '/run/mysqld/mysqld.sock'],
+    // Grants name hosts by pattern ('%'); a DNS lookup per connection only slows logins down.
+    ['skip_name_resolve', 'ON'],
+    // Fixed file names: the defaults derive from the host name, which a Pod does not keep.
+    ['log_bin', 'binlog'],
+    ['log_bin_index', 'binlog.index'],
+    ['relay_log', 'relay-bin'],
+    ['relay_log_index', 'relay-bin.index'],
+    ['binlog_format', 'ROW'],
+    // A replica writes what it applies to its own binlog, so that it can be promoted and followed.
+    ['log_slave_updates', 'ON'],
+    ['gtid_strict_mode', 'ON'],
+    ['gtid_domain_id', '0'],
+    // An acknowledged commit is on disk, in the binlog as in InnoDB: nothing acknowledged is lost in a crash.
+    ['sync_binlog', '1'],
+    ['innodb_flush_log_at_trx_commit', '1'],
+    // The replication position lives in InnoDB (mysql.gtid_slave_pos) and the relay log is
+    // fetched again after a crash, so a replica that crashed resumes where it was.
+    ['relay_log_recovery', 'ON'],
+    ['binlog_expire_logs_seconds', String(7 * 24 * 3600)],
+    // A replica notices a lost primary within seconds and reconnects (through the Service, to the new one).
+    ['slave_net_timeout', '10'],
+    ['character_set_server', 'utf8mb4'],
+    ['collation_server', 'utf8mb4_unicode_ci'],
+  ];
+  if (opts.synchronous)
+    settings.push(
+      ['rpl_semi_sync_master_enabled', 'ON'],
+      ['rpl_semi_sync_slave_enabled', 'ON'],
+      // Waits (almost) for ever rather than falling back to asynchronous commits silently.
+      ['rpl_semi_sync_master_timeout', String(24 * 3600 * 1000)],
+    );
+  return settings;
+}
+
+/** my.cnf for the ConfigMap: the operator's settings, then the user's (`spec.parameters`, already validated). */
+export function renderMycnf(opts: MariadbSettings = {}, parameters: [string, string][] = []): string {
+  const lines = [
+    '[mysqld]',
+    ...mariadbOperatorSettings(opts).map(([k, v]) => `${k} = ${v}`),
+    ...parameters.map(([k, v]) => `${k} = ${v}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The start script. Its environment (from the StatefulSet): POD_NAME,
+ * PRIMARY_HOST (the client Service), PEERS_HOST (the headless Service),
+ * SUPERUSER and SUPERUSER_PASSWORD (the credentials Secret), DATABASE,
+ * REPLICATION_PASSWORD (the replication Secret). Passwords never reach a
+ * command line: the clients read them from a 0600 defaults file, and the
+ * statements that carry one go to `mariadb` on its standard input.
+ */
+export function renderStartScript(): string {
+  return `#!/bin/bash
+# Rendered by the Database controller (apps/database-controller/src/mariadb/start-script.ts).
+set -uo pipefail
+touch ${STARTING_MARKER}
+umask 0077
+# PID 1 ignores signals it has no handler for: a Pod deleted while preparing stops at once.
+local_pid=
+trap '[ -n "$local_pid" ] && kill $local_pid 2>/dev/null; exit 143' TERM
+export DATABASE=\${DATABASE:-app}
+data=${DATA_MOUNT}
+datadir=${DATADIR}
+ordinal=\${POD_NAME##*-}
+server_id=$((${SERVER_ID_BASE} + ordinal))
+run=/tmp/regulon
+mkdir -p "$run"
+say() { echo "regulon: $*" >&2; }
+# A string as an SQL literal ('...', with \\ and ' escaped), and a name as an identifier (\`...\`).
+sql_string() { local s=\${1//\\\\/\\\\\\\\}; s=\${s//\\'/\\\\\\'}; printf "'%s'" "$s"; }
+sql_name() { printf '\`%s\`' "\${1//\\\`/\\\`\\\`}"; }
+# The replication account's client options: user and password in a file only this uid reads.
+printf '[client]\\nuser=%s\\npassword="%s"\\n' '${REPLICATION_USER}' \\
+  "$(s=\${REPLICATION_PASSWORD//\\\\/\\\\\\\\}; printf '%s' "\${s//\\"/\\\\\\"}")" > "$run/replication.cnf"
+as_replication() { local tool=$1; shift; "$tool" --defaults-extra-file="$run/replication.cnf" "$@"; }
+designated() { [ "$(cat ${TOPOLOGY_MOUNT}/primary 2>/dev/null)" = "$POD_NAME" ]; }
+initialized() { [ "$(cat ${TOPOLOGY_MOUNT}/initialized 2>/dev/null)" = "true" ]; }
+ask() { as_replication mariadb -h "$1" -P ${PORT} --connect-timeout=3 -N -B "\${@:3}" -e "$2" 2>/dev/null; }
+primary_up() { [ -n "$(ask "$PRIMARY_HOST" 'select @@read_only')" ]; }
+wait_for_primary() {
+  say "waiting for the primary at $PRIMARY_HOST"
+  until primary_up; do sleep 2; done
+}
+# Whether another instance of this Database is writable now (its peers by the headless Service).
+writable_peer() {
+  local ip
+  for ip in $(getent ahostsv4 "$PEERS_HOST" | awk '{print $1}' | sort -u); do
+    if [ "$(ask "$ip" 'select @@read_only')" = 0 ]; then
+      say "a writable instance already runs at $ip"
+      return 0
+    fi
+  done
+  return 1
+}
+# A server on a Unix socket only, no network, no replication: for preparing a data directory.
+# A new one also writes no binlog (what is loaded into it is not its own history); one with data
+# keeps it, which its crash recovery needs (the binlog decides the fate of prepared transactions).
+local_sql() { mariadb --no-defaults --socket="$run/local.sock" -u "$(id -un)" -N -B "$@"; }
+start_local() {
+  local binlog=
+  [ "$2" = new ] && binlog=--skip-log-bin
+  mariadbd --defaults-file=${CONFIG_MOUNT}/my.cnf --datadir="$1" --server-id=$server_id \\
+    --skip-networking --socket="$run/local.sock" --pid-file="$run/local.pid" \\
+    --skip-slave-start $binlog --log-error="$run/local.err" &
+  local_pid=$!
+  local i
+  for i in $(seq 1 120); do
+    local_sql -e 'select 1' >/dev/null 2>&1 && return 0
+    kill -0 $local_pid 2>/dev/null || break
+    sleep 0.5
+  done
+  say "the temporary server did not start:"; tail -n 20 "$run/local.err" >&2
+  exit 1
+}
+stop_local() {
+  kill $local_pid && wait $local_pid || { say "the temporary server did not stop cleanly"; exit 1; }
+}
+# A new data directory whose only login is this uid's, through the socket. --force: no DNS
+# lookup of the host name (the grants name no host but localhost and '%').
+install_db() {
+  rm -rf "$1"
+  mariadb-install-db --no-defaults --datadir="$1" --auth-root-authentication-method=socket \\
+    --auth-root-socket-user="$(id -un)" --skip-test-db --skip-name-resolve --force >"$run/install.log" 2>&1 \\
+    || { say "mariadb-install-db failed:"; tail -n 20 "$run/install.log" >&2; exit 1; }
+}
+initialize() {
+  say "initialising a new cluster"
+  install_db "$datadir.new"
+  start_local "$datadir.new" new
+  local db app
+  db=$(sql_name "$DATABASE")
+  app="$(sql_string "$SUPERUSER")@'%'"
+  # The replication account: streaming (REPLICATION SLAVE), watching (SLAVE/BINLOG MONITOR),
+  # promoting (REPLICATION SLAVE ADMIN: STOP/RESET SLAVE; READ_ONLY ADMIN: SET GLOBAL read_only),
+  # and reading everything for a new replica's dump (it reads it all through the binlog anyway).
+  local_sql <<SQL || { say "creating the accounts failed"; exit 1; }
+CREATE USER '${REPLICATION_USER}'@'%' IDENTIFIED BY $(sql_string "$REPLICATION_PASSWORD");
+GRANT REPLICATION SLAVE, SLAVE MONITOR, BINLOG MONITOR, REPLICATION SLAVE ADMIN, READ_ONLY ADMIN,
+  SELECT, SHOW VIEW, TRIGGER, EVENT, LOCK TABLES, RELOAD, PROCESS ON *.* TO '${REPLICATION_USER}'@'%';
+CREATE USER IF NOT EXISTS $app IDENTIFIED BY $(sql_string "$SUPERUSER_PASSWORD");
+GRANT ALL PRIVILEGES ON *.* TO $app WITH GRANT OPTION;
+-- Without it read_only binds the application too: a replica refuses its writes.
+REVOKE READ_ONLY ADMIN ON *.* FROM $app;
+CREATE DATABASE IF NOT EXISTS $db;
+CREATE DATABASE regulon;
+CREATE TABLE ${CLUSTER_TABLE} (id char(36) NOT NULL PRIMARY KEY) ENGINE=InnoDB;
+INSERT INTO ${CLUSTER_TABLE} VALUES (uuid());
+SQL
+  stop_local
+  mv "$datadir.new" "$datadir"
+}
+# Points the data directory's replication at the client Service, from where it stands now.
+configure_replica() {
+  local_sql <<SQL || { say "configuring replication failed"; exit 1; }
+STOP SLAVE;
+RESET SLAVE ALL;
+-- A former primary's position is its binlog's; a replica's, what it applied: gtid_current_pos is the later.
+SET GLOBAL gtid_slave_pos = @@gtid_current_pos;
+CHANGE MASTER TO MASTER_HOST=$(sql_string "$PRIMARY_HOST"), MASTER_PORT=${PORT},
+  MASTER_USER='${REPLICATION_USER}', MASTER_PASSWORD=$(sql_string "$REPLICATION_PASSWORD"),
+  MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=2;
+SQL
+}
+clone() {
+  wait_for_primary
+  say "cloning the primary"
+  # --insert-ignore: the accounts every new directory has (the socket login loading the dump among
+  # them) are kept as they are (CREATE USER IF NOT EXISTS); the others are created. Rows go into empty tables.
+  local list dbs
+  # The primary's databases (the application's and regulon), one name a line, unescaped (-r).
+  until list=$(ask "$PRIMARY_HOST" "select schema_name from information_schema.schemata where schema_name not in ('mysql','information_schema','performance_schema','sys')" -r) \\
+    && mapfile -t dbs <<<"$list" && [ -n "$list" ] \\
+    && install_db "$datadir.new" && start_local "$datadir.new" new \\
+    && as_replication mariadb-dump -h "$PRIMARY_HOST" -P ${PORT} --single-transaction --master-data=1 --gtid \\
+      --system=users --insert-ignore --routines --events --triggers --databases "\${dbs[@]}" 2>"$run/dump.err" \\
+      | local_sql --binary-mode; do
+    say "clone failed; trying again"; sed 's/^/dump: /' "$run/dump.err" >&2
+    [ -n "\${local_pid:-}" ] && kill $local_pid 2>/dev/null && wait $local_pid
+    local_pid=
+    sleep 2
+    wait_for_primary
+  done
+  local_sql -e 'FLUSH PRIVILEGES'
+  configure_replica
+  stop_local
+  mv "$datadir.new" "$datadir"
+}
+# A replica with data (or a former primary) that still shares the primary's history follows it;
+# one whose last transaction the primary never had (GTID strict mode would stop it) is cloned afresh.
+rejoin() {
+  wait_for_primary
+  local mine theirs
+  start_local "$datadir" existing
+  mine=$(local_sql -e 'select @@gtid_current_pos')
+  theirs=$(ask "$PRIMARY_HOST" 'select @@gtid_binlog_state')
+  if ! awk -v mine="$mine" -v theirs="$theirs" 'BEGIN {
+      n = split(theirs, t, ","); for (i = 1; i <= n; i++) { split(t[i], g, "-"); have[g[1] "-" g[2]] = g[3] }
+      m = split(mine, a, ","); for (i = 1; i <= m; i++) { split(a[i], g, "-"); if (!((g[1] "-" g[2]) in have) || have[g[1] "-" g[2]] + 0 < g[3] + 0) exit 1 }
+    }'; then
+    say "this data has transactions the primary lacks ($mine, primary: $theirs): cloning afresh"
+    stop_local
+    rm -rf "$datadir"
+    clone
+    return
+  fi
+  configure_replica
+  stop_local
+}
+
+rm -rf "$datadir.new"
+role=replica
+if [ ! -d "$datadir/mysql" ]; then
+  rm -rf "$datadir"
+  if designated && ! initialized; then
+    initialize
+    role=primary
+  else
+    # An empty volume of an existing cluster: waits until a primary serves (after a failover if this was it).
+    until ! designated && primary_up; do sleep 2; done
+    clone
+  fi
+elif designated && ! writable_peer; then
+  role=primary
+else
+  # Not the named primary, or named while another instance is still writable (the manager is moving the role).
+  rejoin
+fi
+say "starting as the $role (server_id $server_id)"
+rm -f ${STARTING_MARKER}
+if [ "$role" = primary ]; then
+  # A primary never follows anyone; replication settings left from its time as a replica stay unused.
+  exec mariadbd --defaults-file=${CONFIG_MOUNT}/my.cnf --server-id=$server_id \\
+    --report-host="$POD_NAME.$PEERS_HOST" --read-only=OFF --skip-slave-start
+fi
+exec mariadbd --defaults-file=${CONFIG_MOUNT}/my.cnf --server-id=$server_id \\
+  --report-host="$POD_NAME.$PEERS_HOST" --read-only=ON
+`;
+}
