@@ -74,7 +74,8 @@ export class DelayingQueue<T extends QueueKey = string> extends WorkQueue<T> {
     this.#timerAt = next.readyAt;
     // Node fires timers longer than 2^31-1 ms almost immediately; capping the wait instead lets
     // #fire() find nothing due yet and re-arm, so very long delays are honoured in hops.
-    const wait = Math.min(next.readyAt - this.clock.now(), MAX_TIMER_MS);
+    // An item already due (readyAt a fraction of a millisecond ago) waits 0 ms: Node warns about negative timeouts.
+    const wait = Math.max(0, Math.min(next.readyAt - this.clock.now(), MAX_TIMER_MS));
     this.#timer = this.clock.setTimeout(() => this.#fire(), wait);
   }
 

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { REPLICATION_USER } from './start-script.ts';
 
 /**
@@ -41,12 +41,17 @@ export function formatLsn(lsn: bigint): string {
   return `${(lsn >> 32n).toString(16).toUpperCase()}/${(lsn & 0xffffffffn).toString(16).toUpperCase()}`;
 }
 
+/** node-postgres, loaded on the first probe: a manager whose Databases are all single instances never needs it. */
+let driver: Promise<typeof pg> | undefined;
+const loadDriver = () => (driver ??= import('pg').then((m) => m.default));
+
 async function withClient<R>(
   e: Endpoint,
   use: (c: pg.Client) => Promise<R>,
   queryTimeoutMs = 5000,
 ): Promise<R> {
-  const client = new pg.Client({
+  const { Client } = await loadDriver();
+  const client = new Client({
     host: e.host,
     port: e.port ?? 5432,
     user: REPLICATION_USER,
