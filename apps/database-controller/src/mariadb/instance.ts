@@ -8,6 +8,7 @@ import {
   readOnlyQuery,
   replicaStatus,
   stopReceiving,
+  text,
   waitApplied,
   type ReplicaStatus,
   type Source,
@@ -99,19 +100,20 @@ async function withSession<R>(e: Endpoint, connect: Connect, use: (s: SqlSession
 }
 
 const STATE_SQL = `SELECT @@global.read_only AS read_only, @@global.gtid_current_pos AS current_pos,
-  @@global.gtid_slave_pos AS slave_pos, (SELECT id FROM ${CLUSTER_TABLE} LIMIT 1) AS cluster_id`;
+  (SELECT id FROM ${CLUSTER_TABLE} LIMIT 1) AS cluster_id`;
 
-/** The state from the two answers an instance gives (pure: unit-testable without a server). */
+/** The state from the two answers an instance gives (pure: no server needed to check it). */
 export function stateOf(row: Record<string, unknown>, replica: ReplicaStatus | undefined): InstanceState {
-  const applied = gtidOf(String(row['current_pos'] ?? ''));
-  const received = replica?.ioRunning ? gtidOf(replica.received) : undefined;
+  const applied = gtidOf(text(row['current_pos']));
+  // Gtid_IO_Pos stays while the IO thread reconnects (a lost primary): what it holds still counts.
+  const received = replica ? gtidOf(replica.received) : undefined;
   const replayLsn = applied?.seq ?? 0n;
   const lsn = received && received.seq > replayLsn ? received.seq : replayLsn;
   return {
     reachable: true,
     readOnly: Number(row['read_only']) !== 0,
     replicating: replica !== undefined && (replica.ioRunning || replica.sqlRunning),
-    systemId: String(row['cluster_id'] ?? ''),
+    systemId: text(row['cluster_id']),
     timeline: applied?.server ?? 0,
     lsn,
     replayLsn,
@@ -147,14 +149,16 @@ export async function probe(e: Endpoint, connect: Connect = connectMysql2): Prom
  * Promotes a replica whose primary is gone (fenced) and waits until it
  * accepts writes: it stops fetching, applies what it had received (up to
  * `applyTimeoutSeconds`; a replica that cannot catch up is not promoted),
- * forgets its primary and turns read_only off. Promoting a writable
- * instance is a no-op.
+ * forgets its primary, takes the primary's side of semi-synchronous
+ * replication when the Database is synchronous, and turns read_only off.
+ * Promoting a writable instance is a no-op.
  */
 export async function promote(
   e: Endpoint,
   connect: Connect = connectMysql2,
-  applyTimeoutSeconds = 60,
+  opts: { applyTimeoutSeconds?: number; synchronous?: boolean } = {},
 ): Promise<void> {
+  const applyTimeoutSeconds = opts.applyTimeoutSeconds ?? 60;
   await withSession(e, connect, async (s) => {
     const state = await s.query(readOnlyQuery('mariadb'));
     const before = parseReplicaStatus('mariadb', (await s.query(replicaStatus('mariadb')))[0]);
@@ -167,10 +171,13 @@ export async function promote(
         const timeoutMs = (applyTimeoutSeconds + 5) * 1000;
         const waited = await s.query(waitApplied('mariadb', received, applyTimeoutSeconds), timeoutMs);
         if (Number(waited[0]?.['waited']) !== 0)
-          throw new Error(`the received transactions (${received}) were not applied within ${applyTimeoutSeconds} s`);
+          throw new Error(
+            `the received transactions (${received}) were not applied within ${applyTimeoutSeconds} s`,
+          );
       }
     }
-    for (const sql of promoteStatements('mariadb')) await s.query(sql);
+    for (const sql of promoteStatements('mariadb', { synchronous: opts.synchronous ?? false }))
+      await s.query(sql);
     const after = await s.query(readOnlyQuery('mariadb'));
     if (Number(after[0]?.['read_only']) !== 0) throw new Error('still read-only after the promotion');
   });

@@ -72,17 +72,34 @@ describe('MariaDB 10.11', () => {
     assert.deepEqual(promote('mariadb'), ['STOP SLAVE', 'RESET SLAVE ALL', 'SET GLOBAL read_only = OFF']);
   });
   test('demotion refuses writes first and starts from its own binlog position', () => {
-    const sql = demote('mariadb', source);
-    assert.equal(sql[0], 'SET GLOBAL read_only = ON');
-    assert.equal(sql[1], 'STOP SLAVE');
-    assert.equal(sql[2], 'SET GLOBAL gtid_slave_pos = @@gtid_current_pos');
-    assert.match(sql[3]!, /^CHANGE MASTER TO /);
-    assert.equal(sql[4], 'START SLAVE');
+    assert.deepEqual(demote('mariadb', source), [
+      'SET GLOBAL read_only = ON',
+      'SET GLOBAL rpl_semi_sync_master_enabled = OFF',
+      'STOP SLAVE',
+      'SET GLOBAL gtid_slave_pos = @@gtid_current_pos',
+      changeSource('mariadb', source),
+      'START SLAVE',
+    ]);
+  });
+  test('a synchronous promotion takes the primary side of semi-sync before it accepts writes', () => {
+    assert.deepEqual(promote('mariadb', { synchronous: true }), [
+      'STOP SLAVE',
+      'RESET SLAVE ALL',
+      'SET GLOBAL rpl_semi_sync_master_enabled = ON',
+      'SET GLOBAL read_only = OFF',
+    ]);
   });
   test('the replication account gets the split SUPER privileges it needs, never SUPER or ALL', () => {
     const [create, grant] = replicationAccount('mariadb', 'regulon_replication', `pw'`);
     assert.equal(create, `CREATE USER 'regulon_replication'@'%' IDENTIFIED BY 'pw\\''`);
-    for (const p of ['REPLICATION SLAVE', 'SLAVE MONITOR', 'BINLOG MONITOR', 'REPLICATION SLAVE ADMIN', 'READ_ONLY ADMIN'])
+    for (const p of [
+      'REPLICATION SLAVE',
+      'SLAVE MONITOR',
+      'BINLOG MONITOR',
+      'REPLICATION SLAVE ADMIN',
+      'READ_ONLY ADMIN',
+      'REPLICATION MASTER ADMIN',
+    ])
       assert.ok(grant!.includes(p), p);
     assert.doesNotMatch(grant!, /SUPER|ALL/);
   });
@@ -143,8 +160,12 @@ describe('MySQL 8.4', () => {
   });
   test('super_read_only binds every account; turning it off needs read_only off too', () => {
     assert.deepEqual(setReadOnly('mysql', true), ['SET GLOBAL super_read_only = ON']);
-    assert.deepEqual(setReadOnly('mysql', false), ['SET GLOBAL super_read_only = OFF', 'SET GLOBAL read_only = OFF']);
+    assert.deepEqual(setReadOnly('mysql', false), [
+      'SET GLOBAL super_read_only = OFF',
+      'SET GLOBAL read_only = OFF',
+    ]);
     assert.equal(readOnlyQuery('mysql'), 'SELECT @@global.super_read_only AS read_only');
+    assert.equal(promote('mysql', { synchronous: true })[2], 'SET GLOBAL rpl_semi_sync_source_enabled = ON');
     assert.deepEqual(promote('mysql'), [
       'STOP REPLICA',
       'RESET REPLICA ALL',
@@ -155,6 +176,7 @@ describe('MySQL 8.4', () => {
   test('demotion: read-only, then auto-positioned replication (no gtid_slave_pos in MySQL)', () => {
     assert.deepEqual(demote('mysql', source), [
       'SET GLOBAL super_read_only = ON',
+      'SET GLOBAL rpl_semi_sync_source_enabled = OFF',
       'STOP REPLICA',
       changeSource('mysql', source),
       'START REPLICA',
@@ -166,7 +188,12 @@ describe('MySQL 8.4', () => {
   });
   test("the replication account: MySQL's dynamic privileges, never SUPER or ALL", () => {
     const [, grant] = replicationAccount('mysql', 'regulon_replication', 'pw');
-    for (const p of ['REPLICATION SLAVE', 'REPLICATION CLIENT', 'REPLICATION_SLAVE_ADMIN', 'SYSTEM_VARIABLES_ADMIN'])
+    for (const p of [
+      'REPLICATION SLAVE',
+      'REPLICATION CLIENT',
+      'REPLICATION_SLAVE_ADMIN',
+      'SYSTEM_VARIABLES_ADMIN',
+    ])
       assert.ok(grant!.includes(p), p);
     assert.doesNotMatch(grant!, /SUPER|ALL|SLAVE MONITOR|READ_ONLY ADMIN/);
   });

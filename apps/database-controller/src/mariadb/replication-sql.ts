@@ -20,26 +20,31 @@
 export type Flavor = 'mariadb' | 'mysql';
 
 /**
- * A string literal. Backslash and quote are escaped, and the characters the
- * server's own escaping (mysql_real_escape_string) escapes, so the literal
- * means the same whether or not NO_BACKSLASH_ESCAPES is off (the default).
+ * A string literal, escaped as the server's own mysql_real_escape_string
+ * does (backslash, both quotes, NUL, line breaks, ^Z). Backslash escapes
+ * need NO_BACKSLASH_ESCAPES off, the default sql_mode of both engines, which
+ * the operator's sessions never change.
  */
 export function quoteString(value: string): string {
-  const escaped = value.replace(/[\0\n\r\x1a'"\\]/g, (c) => {
-    switch (c) {
-      case '\0':
-        return '\\0';
-      case '\n':
-        return '\\n';
-      case '\r':
-        return '\\r';
-      case '\x1a':
-        return '\\Z';
-      default:
-        return `\\${c}`;
-    }
-  });
-  return `'${escaped}'`;
+  return `'${Array.from(value, (c) => STRING_ESCAPES[c] ?? c).join('')}'`;
+}
+const STRING_ESCAPES: Record<string, string> = {
+  '\0': '\\0',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\x1a': '\\Z',
+  "'": "\\'",
+  '"': '\\"',
+  '\\': '\\\\',
+};
+
+/** A value of a result row as text (NULL and anything else but a scalar as ''). */
+export function text(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean')
+    return String(value);
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return '';
 }
 
 /** An identifier (database, table): backticks, a backtick doubled. */
@@ -63,7 +68,8 @@ export interface Source {
 }
 
 function positiveInteger(n: number, what: string): number {
-  if (!Number.isInteger(n) || n < 1 || n > 65535 * 1000) throw new Error(`${what} must be a positive integer, not ${n}`);
+  if (!Number.isInteger(n) || n < 1 || n > 65535 * 1000)
+    throw new Error(`${what} must be a positive integer, not ${n}`);
   return n;
 }
 
@@ -86,7 +92,8 @@ export function changeSource(flavor: Flavor, source: Source): string {
   );
 }
 
-export const startReplica = (flavor: Flavor): string => (flavor === 'mariadb' ? 'START SLAVE' : 'START REPLICA');
+export const startReplica = (flavor: Flavor): string =>
+  flavor === 'mariadb' ? 'START SLAVE' : 'START REPLICA';
 export const stopReplica = (flavor: Flavor): string => (flavor === 'mariadb' ? 'STOP SLAVE' : 'STOP REPLICA');
 /** Stops fetching from the primary only; what was fetched is still applied. */
 export const stopReceiving = (flavor: Flavor): string =>
@@ -111,7 +118,9 @@ export function setReadOnly(flavor: Flavor, readOnly: boolean): string[] {
 
 /** The statement whose one row says whether the server refuses writes (column `read_only`, 0 or 1). */
 export const readOnlyQuery = (flavor: Flavor): string =>
-  flavor === 'mariadb' ? 'SELECT @@global.read_only AS read_only' : 'SELECT @@global.super_read_only AS read_only';
+  flavor === 'mariadb'
+    ? 'SELECT @@global.read_only AS read_only'
+    : 'SELECT @@global.super_read_only AS read_only';
 
 /** Waits (up to `timeoutSeconds`) until `position` is applied; one row, column `waited`: 0 done, -1 timed out (MariaDB) / 1 (MySQL). */
 export function waitApplied(flavor: Flavor, position: string, timeoutSeconds: number): string {
@@ -126,8 +135,26 @@ export function waitApplied(flavor: Flavor, position: string, timeoutSeconds: nu
  * is applied first (the caller waits with {@link waitApplied} between
  * `stopReceiving` and these), then it forgets the primary and accepts writes.
  */
-export function promote(flavor: Flavor): string[] {
-  return [stopReplica(flavor), resetReplicaAll(flavor), ...setReadOnly(flavor, false)];
+export function promote(flavor: Flavor, opts: { synchronous?: boolean } = {}): string[] {
+  return [
+    stopReplica(flavor),
+    resetReplicaAll(flavor),
+    ...(opts.synchronous ? [setSemiSyncSource(flavor, true)] : []),
+    ...setReadOnly(flavor, false),
+  ];
+}
+
+/**
+ * The primary's side of semi-synchronous replication, on only where it is
+ * the primary: a replica with it on waits for an ACK for each transaction
+ * it applies and writes to its own binlog, which no one sends. MySQL 8.4's
+ * plugin (semisync_source) must be installed; MariaDB's is built in.
+ */
+export function setSemiSyncSource(flavor: Flavor, on: boolean): string {
+  const value = on ? 'ON' : 'OFF';
+  return flavor === 'mariadb'
+    ? `SET GLOBAL rpl_semi_sync_master_enabled = ${value}`
+    : `SET GLOBAL rpl_semi_sync_source_enabled = ${value}`;
 }
 
 /**
@@ -139,6 +166,7 @@ export function promote(flavor: Flavor): string[] {
 export function demote(flavor: Flavor, source: Source): string[] {
   return [
     ...setReadOnly(flavor, true),
+    setSemiSyncSource(flavor, false),
     stopReplica(flavor),
     ...(flavor === 'mariadb' ? ['SET GLOBAL gtid_slave_pos = @@gtid_current_pos'] : []),
     changeSource(flavor, source),
@@ -153,7 +181,8 @@ export function demote(flavor: Flavor, source: Source): string[] {
  * MariaDB 10.11 splits SUPER: SLAVE MONITOR (SHOW SLAVE STATUS), BINLOG
  * MONITOR (SHOW MASTER STATUS, formerly REPLICATION CLIENT), REPLICATION
  * SLAVE ADMIN (START/STOP/RESET SLAVE, CHANGE MASTER, gtid_slave_pos),
- * READ_ONLY ADMIN (SET GLOBAL read_only). MySQL 8.4: REPLICATION CLIENT
+ * READ_ONLY ADMIN (SET GLOBAL read_only), REPLICATION MASTER ADMIN
+ * (rpl_semi_sync_master_*). MySQL 8.4: REPLICATION CLIENT
  * (SHOW REPLICA STATUS), REPLICATION_SLAVE_ADMIN, SYSTEM_VARIABLES_ADMIN
  * (super_read_only), BACKUP_ADMIN for a clone.
  */
@@ -162,7 +191,7 @@ export function replicationAccount(flavor: Flavor, user: string, password: strin
   const read = 'SELECT, SHOW VIEW, TRIGGER, EVENT, LOCK TABLES, RELOAD, PROCESS';
   const privileges =
     flavor === 'mariadb'
-      ? `REPLICATION SLAVE, SLAVE MONITOR, BINLOG MONITOR, REPLICATION SLAVE ADMIN, READ_ONLY ADMIN, ${read}`
+      ? `REPLICATION SLAVE, SLAVE MONITOR, BINLOG MONITOR, REPLICATION SLAVE ADMIN, READ_ONLY ADMIN, REPLICATION MASTER ADMIN, ${read}`
       : `REPLICATION SLAVE, REPLICATION CLIENT, REPLICATION_SLAVE_ADMIN, SYSTEM_VARIABLES_ADMIN, BACKUP_ADMIN, ${read}`;
   return [
     `CREATE USER ${account} IDENTIFIED BY ${quoteString(password)}`,
@@ -200,19 +229,22 @@ export interface ReplicaStatus {
 }
 
 /** Parses one row of the status statement; undefined when there is none (not a replica). */
-export function parseReplicaStatus(flavor: Flavor, row: Record<string, unknown> | undefined): ReplicaStatus | undefined {
+export function parseReplicaStatus(
+  flavor: Flavor,
+  row: Record<string, unknown> | undefined,
+): ReplicaStatus | undefined {
   if (!row) return undefined;
   const [source, replica] = flavor === 'mariadb' ? ['Master', 'Slave'] : ['Source', 'Replica'];
-  const text = (key: string) => (row[key] === null || row[key] === undefined ? '' : String(row[key]));
-  const behind = text(`Seconds_Behind_${source}`);
+  const field = (key: string) => text(row[key]);
+  const behind = field(`Seconds_Behind_${source}`);
   return {
-    sourceHost: text(`${source}_Host`),
-    ioRunning: text(`${replica}_IO_Running`) === 'Yes',
-    sqlRunning: text(`${replica}_SQL_Running`) === 'Yes',
-    received: text(flavor === 'mariadb' ? 'Gtid_IO_Pos' : 'Retrieved_Gtid_Set'),
+    sourceHost: field(`${source}_Host`),
+    ioRunning: field(`${replica}_IO_Running`) === 'Yes',
+    sqlRunning: field(`${replica}_SQL_Running`) === 'Yes',
+    received: field(flavor === 'mariadb' ? 'Gtid_IO_Pos' : 'Retrieved_Gtid_Set'),
     secondsBehind: behind === '' ? undefined : Number(behind),
-    lastIoError: text('Last_IO_Error'),
-    lastSqlError: text('Last_SQL_Error'),
+    lastIoError: field('Last_IO_Error'),
+    lastSqlError: field('Last_SQL_Error'),
   };
 }
 

@@ -90,7 +90,10 @@ export function mariadbOperatorSettings(opts: MariadbSettings = {}): [string, st
   ];
   if (opts.synchronous)
     settings.push(
-      ['rpl_semi_sync_master_enabled', 'ON'],
+      // The primary's side is turned on by the start script (primary only) and by promotion: a
+      // replica with it on would wait, for each transaction it applies, for an ACK that no one sends
+      // (log_slave_updates puts the transaction in its binlog too), and stop replicating.
+      ['rpl_semi_sync_master_enabled', 'OFF'],
       ['rpl_semi_sync_slave_enabled', 'ON'],
       // Waits (almost) for ever rather than falling back to asynchronous commits silently.
       ['rpl_semi_sync_master_timeout', String(24 * 3600 * 1000)],
@@ -116,7 +119,8 @@ export function renderMycnf(opts: MariadbSettings = {}, parameters: [string, str
  * command line: the clients read them from a 0600 defaults file, and the
  * statements that carry one go to `mariadb` on its standard input.
  */
-export function renderStartScript(): string {
+export function renderStartScript(opts: MariadbSettings = {}): string {
+  const semiSync = opts.synchronous ? ' --rpl-semi-sync-master-enabled=ON' : '';
   return `#!/bin/bash
 # Rendered by the Database controller (apps/database-controller/src/mariadb/start-script.ts).
 set -uo pipefail
@@ -198,12 +202,13 @@ initialize() {
   db=$(sql_name "$DATABASE")
   app="$(sql_string "$SUPERUSER")@'%'"
   # The replication account: streaming (REPLICATION SLAVE), watching (SLAVE/BINLOG MONITOR),
-  # promoting (REPLICATION SLAVE ADMIN: STOP/RESET SLAVE; READ_ONLY ADMIN: SET GLOBAL read_only),
+  # promoting (REPLICATION SLAVE ADMIN: STOP/RESET SLAVE; READ_ONLY ADMIN: SET GLOBAL read_only;
+  # REPLICATION MASTER ADMIN: the primary's side of semi-synchronous replication),
   # and reading everything for a new replica's dump (it reads it all through the binlog anyway).
   local_sql <<SQL || { say "creating the accounts failed"; exit 1; }
 CREATE USER '${REPLICATION_USER}'@'%' IDENTIFIED BY $(sql_string "$REPLICATION_PASSWORD");
 GRANT REPLICATION SLAVE, SLAVE MONITOR, BINLOG MONITOR, REPLICATION SLAVE ADMIN, READ_ONLY ADMIN,
-  SELECT, SHOW VIEW, TRIGGER, EVENT, LOCK TABLES, RELOAD, PROCESS ON *.* TO '${REPLICATION_USER}'@'%';
+  REPLICATION MASTER ADMIN, SELECT, SHOW VIEW, TRIGGER, EVENT, LOCK TABLES, RELOAD, PROCESS ON *.* TO '${REPLICATION_USER}'@'%';
 CREATE USER IF NOT EXISTS $app IDENTIFIED BY $(sql_string "$SUPERUSER_PASSWORD");
 GRANT ALL PRIVILEGES ON *.* TO $app WITH GRANT OPTION;
 -- Without it read_only binds the application too: a replica refuses its writes.
@@ -231,10 +236,10 @@ SQL
 clone() {
   wait_for_primary
   say "cloning the primary"
-  # --insert-ignore: the accounts every new directory has (the socket login loading the dump among
-  # them) are kept as they are (CREATE USER IF NOT EXISTS); the others are created. Rows go into empty tables.
   local list dbs
   # The primary's databases (the application's and regulon), one name a line, unescaped (-r).
+  # --insert-ignore: the accounts every new directory has (the socket login loading the dump among
+  # them) are kept as they are (CREATE USER IF NOT EXISTS); the others are created. Rows go into empty tables.
   until list=$(ask "$PRIMARY_HOST" "select schema_name from information_schema.schemata where schema_name not in ('mysql','information_schema','performance_schema','sys')" -r) \\
     && mapfile -t dbs <<<"$list" && [ -n "$list" ] \\
     && install_db "$datadir.new" && start_local "$datadir.new" new \\
@@ -259,10 +264,17 @@ rejoin() {
   local mine theirs
   start_local "$datadir" existing
   mine=$(local_sql -e 'select @@gtid_current_pos')
-  theirs=$(ask "$PRIMARY_HOST" 'select @@gtid_binlog_state')
+  # The primary's history: the last GTID of each server in its binlog, and what it applied as a
+  # replica (a primary cloned by a dump and promoted before its first write has an empty binlog).
+  # Only an answer counts: an unreachable primary is waited for, never taken for an empty one.
+  until theirs=$(ask "$PRIMARY_HOST" "select concat_ws(',', nullif(@@gtid_binlog_state, ''), nullif(@@gtid_slave_pos, ''))"); do
+    sleep 2
+  done
   if ! awk -v mine="$mine" -v theirs="$theirs" 'BEGIN {
-      n = split(theirs, t, ","); for (i = 1; i <= n; i++) { split(t[i], g, "-"); have[g[1] "-" g[2]] = g[3] }
-      m = split(mine, a, ","); for (i = 1; i <= m; i++) { split(a[i], g, "-"); if (!((g[1] "-" g[2]) in have) || have[g[1] "-" g[2]] + 0 < g[3] + 0) exit 1 }
+      n = split(theirs, t, ",")
+      for (i = 1; i <= n; i++) { split(t[i], g, "-"); k = g[1] "-" g[2]; if (!(k in have) || have[k] + 0 < g[3] + 0) have[k] = g[3] }
+      m = split(mine, a, ",")
+      for (i = 1; i <= m; i++) { split(a[i], g, "-"); k = g[1] "-" g[2]; if (!(k in have) || have[k] + 0 < g[3] + 0) exit 1 }
     }'; then
     say "this data has transactions the primary lacks ($mine, primary: $theirs): cloning afresh"
     stop_local
@@ -297,7 +309,7 @@ rm -f ${STARTING_MARKER}
 if [ "$role" = primary ]; then
   # A primary never follows anyone; replication settings left from its time as a replica stay unused.
   exec mariadbd --defaults-file=${CONFIG_MOUNT}/my.cnf --server-id=$server_id \\
-    --report-host="$POD_NAME.$PEERS_HOST" --read-only=OFF --skip-slave-start
+    --report-host="$POD_NAME.$PEERS_HOST" --read-only=OFF --skip-slave-start${semiSync}
 fi
 exec mariadbd --defaults-file=${CONFIG_MOUNT}/my.cnf --server-id=$server_id \\
   --report-host="$POD_NAME.$PEERS_HOST" --read-only=ON
