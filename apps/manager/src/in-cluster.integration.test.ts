@@ -245,7 +245,12 @@ const rolled = () =>
   inst.get<Converged & { spec: { replicas: number }; status?: { readyReplicas?: number } }>(
     `/apis/regulon.dev/v1alpha1/namespaces/${inst.workload}/databases/${ROLLED}`,
   );
-async function applyRolled(replicas: number): Promise<void> {
+/**
+ * The rolled Database, in its `variant`th form: a parameter changes (a configuration roll of
+ * its StatefulSet). One instance: on the simulated Pods of this namespace a replicated Database
+ * is, rightly, never Ready (no server answers over SQL).
+ */
+async function applyRolled(variant: number): Promise<void> {
   const r = await inst.kubectl.runWithInput(
     JSON.stringify({
       apiVersion: 'regulon.dev/v1alpha1',
@@ -254,9 +259,10 @@ async function applyRolled(replicas: number): Promise<void> {
       spec: {
         engine: 'postgres',
         version: '16.8',
-        replicas,
+        replicas: 1,
         storage: { size: '1Gi' },
         backup: { enabled: false },
+        parameters: { max_connections: String(100 + variant) },
       },
     }),
     'apply',

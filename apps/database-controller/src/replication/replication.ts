@@ -101,12 +101,14 @@ export async function reconcileReplication(
   const replicated = db.spec.replicas > 1 || pods.length > 1 || topology.primary !== podName(db, 0);
 
   const probes = new Map<string, Probe>();
-  if (replicated && db.spec.engine === 'postgres') {
-    const password = await replicationPassword(db, ctx);
+  // Read once per reconcile, used for every connection it makes, never kept past it.
+  const password =
+    replicated && db.spec.engine === 'postgres' ? await replicationPassword(db, ctx) : undefined;
+  if (password) {
     await Promise.all(
       pods.map(async (p) => {
         const ip = p.status?.podIP;
-        if (!ip || !password) return;
+        if (!ip) return;
         probes.set(p.metadata!.name!, await probe({ host: ip, password, signal: ctx.signal }));
       }),
     );
@@ -172,9 +174,10 @@ export async function reconcileReplication(
   });
   // A single instance serves reads too: it is the primary, and no read-only Service exists.
   await labelRoles(db, ctx, byName, decided.roles);
-  if (decided.step) await carryOut(db, ctx, decided.step, topology, probes, byName, now);
-  else if (decided.currentPrimary && replicated && db.spec.engine === 'postgres')
-    await keepSlots(db, ctx, decided.currentPrimary, instances, byName);
+  const seen: Seen = { pods: byName, probes, password };
+  if (decided.step) await carryOut(db, ctx, decided.step, topology, seen, now);
+  else if (decided.currentPrimary && password)
+    await keepSlots(ctx, decided.currentPrimary, instances, seen, db);
   if (switchoverTo && (switchoverTo === decided.currentPrimary || decided.step?.kind === 'refuseSwitchover'))
     await clearSwitchover(db, ctx);
   if (decided.waiting) ctx.log.info({ waiting: decided.waiting }, 'replication');
@@ -203,6 +206,13 @@ async function replicationPassword(db: DatabaseObject, ctx: Context): Promise<st
   return b64 ? Buffer.from(b64, 'base64').toString('utf8') : undefined;
 }
 
+/** What this reconcile observed of the instances, and the password it connects with. */
+interface Seen {
+  pods: Map<string, V1Pod>;
+  probes: Map<string, Probe>;
+  password: string | undefined;
+}
+
 function endpoint(pods: Map<string, V1Pod>, name: string, password: string, ctx: Context): Endpoint {
   const host = pods.get(name)?.status?.podIP;
   if (!host) throw new Error(`instance ${name} has no Pod IP`);
@@ -214,8 +224,7 @@ async function carryOut(
   ctx: Context,
   step: Step,
   topology: Topology,
-  probes: Map<string, Probe>,
-  pods: Map<string, V1Pod>,
+  seen: Seen,
   now: number,
 ): Promise<void> {
   switch (step.kind) {
@@ -245,9 +254,8 @@ async function carryOut(
       return;
     }
     case 'promote': {
-      const password = await replicationPassword(db, ctx);
-      if (!password || !probes.get(step.pod)?.reachable) return;
-      await promote(endpoint(pods, step.pod, password, ctx));
+      if (!seen.password || !seen.probes.get(step.pod)?.reachable) return;
+      await promote(endpoint(seen.pods, step.pod, seen.password, ctx));
       ctx.event('Normal', 'Promoted', `${step.pod} is the primary now`);
       ctx.log.info({ primary: step.pod }, 'promoted');
       return;
@@ -283,19 +291,19 @@ async function labelRoles(
 
 /** One slot on the primary for each other instance the StatefulSet runs; the rest dropped once unused. */
 async function keepSlots(
-  db: DatabaseObject,
   ctx: Context,
   primary: string,
   instances: number,
-  pods: Map<string, V1Pod>,
+  seen: Seen,
+  db: DatabaseObject,
 ): Promise<void> {
-  const password = await replicationPassword(db, ctx);
+  const password = seen.password;
   if (!password) return;
   const wanted = Array.from({ length: instances }, (_, i) => podName(db, i))
     .filter((p) => p !== primary)
     .map(slotName);
   try {
-    const { created, dropped } = await syncSlots(endpoint(pods, primary, password, ctx), wanted);
+    const { created, dropped } = await syncSlots(endpoint(seen.pods, primary, password, ctx), wanted);
     if (created.length || dropped.length) ctx.log.info({ created, dropped }, 'replication slots');
   } catch (err) {
     // The primary went away since it was probed: the next observation decides what that means.
