@@ -35,7 +35,7 @@ const KINDS = [
       conditions: [condition('Ready', 'False', 'RollingOut', '1/2 Pods ready')],
     },
     columns: ['NAME', 'ENGINE', 'VERSION', 'REPLICAS', 'READY', 'STATUS', 'PRIMARY', 'LAST BACKUP', 'AGE'],
-    cells: ['orders', 'postgres', '16.8', '2', '1', 'Updating', 'orders-0', ''],
+    cells: ['orders', 'postgres', '16.8', '1', '1', 'Updating', 'orders-0', ''],
     wide: ['ENDPOINT', 'MESSAGE'],
     wideCells: ['orders.example.svc:5432', '1/2 Pods ready'],
   },
