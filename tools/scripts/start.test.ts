@@ -31,7 +31,7 @@ test('npm start: control plane, CRDs, manager and samples, all Ready', async () 
     assert.equal(started.code, 0, started.out.slice(-3000));
     assert.match(started.out, /Everything is Ready/);
     // kubectl get database,cache,myapp as printed at the end: every sample Ready.
-    assert.match(started.out, /orders\s+postgres\s+16\.8\s+2\s+2\s+Ready/);
+    assert.match(started.out, /orders\s+postgres\s+16\.8\s+1\s+1\s+Ready\s+orders-0/);
     assert.match(started.out, /sessions\s+redis\s+8\.0\.6\s+2\s+2\s+Ready/);
     assert.match(started.out, /shop\s+2\s+2\/2\s+Ready\s+Ready\s+Ready/);
   } finally {
