@@ -130,11 +130,15 @@ describe('Manager and controller', () => {
     await eventually('6 attempts of flaky', () => (attempts.get('flaky')?.length ?? 0) >= 6);
     const t = attempts.get('flaky')!;
     const gaps = t.slice(1).map((x, i) => x - t[i]!);
-    // 5 ms base doubling: 5, 10, 20, 40, 80 ms. Each gap is at least its backoff, and they grow.
+    // 5 ms base doubling: 5, 10, 20, 40, 80 ms. Each gap is at least its own backoff, so the
+    // delays grow (a fixed delay fails the later bounds). Gaps are not compared with each other:
+    // a busy machine stretches any one of them (a first gap of 49 ms was seen under CI load).
     gaps.forEach((gap, i) =>
-      assert.ok(gap >= 5 * 2 ** i * 0.9, `gap ${i} = ${gap.toFixed(1)} ms, want >= ${5 * 2 ** i}`),
+      assert.ok(
+        gap >= 5 * 2 ** i * 0.9,
+        `gap ${i} = ${gap.toFixed(1)} ms, want >= ${5 * 2 ** i} (all: ${gaps.map((g) => g.toFixed(1)).join(', ')})`,
+      ),
     );
-    assert.ok(gaps[4]! > gaps[0]! * 4, `delays grow: ${gaps.map((g) => g.toFixed(1)).join(', ')}`);
     // The terminal error: one attempt, and it stays one while flaky keeps retrying.
     const flakyBefore = attempts.get('flaky')!.length;
     await eventually('flaky retried further', () => attempts.get('flaky')!.length >= flakyBefore + 2);
