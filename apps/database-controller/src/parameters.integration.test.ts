@@ -115,8 +115,22 @@ describe('a Database stored before the parameter rules existed', () => {
   test('is Degraded with reason InvalidParameters and a Warning Event, nothing is applied, and a fix heals it', async () => {
     await env.installCRDs([withoutParameterRules(Database.crd())]);
     try {
-      await dbs().create(
-        database(ns, 'legacy', 'mysql', { max_connections: '100\nport = 3307', bind_address: '10.1.2.3' }),
+      // The rule-less schema is served a moment after the CRD is written: until then the rules refuse it.
+      await eventually('stored under the rule-less CRD', () =>
+        dbs()
+          .create(
+            database(ns, 'legacy', 'mysql', {
+              max_connections: '100\nport = 3307',
+              bind_address: '10.1.2.3',
+            }),
+          )
+          .then(
+            () => true,
+            (err: unknown) => {
+              if (err instanceof InvalidError) return false;
+              throw err;
+            },
+          ),
       );
     } finally {
       await env.installCRDs([Database.crd()]);
