@@ -20,7 +20,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['**/*.test.ts', '**/*.bench.ts'],
+    files: ['**/*.test.ts', '**/*.bench.ts', '**/testing/*-suite.ts'],
     rules: {
       // node:test's describe/it return promises the runner awaits itself.
       '@typescript-eslint/no-floating-promises': 'off',

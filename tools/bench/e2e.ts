@@ -14,6 +14,7 @@
 // --apiserver-profile takes a CPU profile of the API server for SECONDS once the
 // creates are done, into the run's work directory (`go tool pprof -top FILE`).
 // Writes DIR/results.json, DIR/results.md and DIR/time-to-ready.png (default tools/bench/results).
+// The Regulon manager runs compiled, as its image does (./harness/manager-build.ts).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -23,6 +24,7 @@ import { markdownReport, ratios, summaries } from './harness/report.ts';
 import { planRounds } from './harness/rounds.ts';
 import { LIMITS, type SubjectName } from './harness/subjects.ts';
 import { renderTimeToReadyChart } from './chart.ts';
+import { buildManager } from './harness/manager-build.ts';
 import { referenceBinary } from './reference.ts';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -75,6 +77,7 @@ const out = resolve(values.out);
 mkdirSync(out, { recursive: true });
 const workDir = join(tmpdir(), `regulon-bench-${process.pid}`);
 const reference = await referenceBinary(log);
+if (subjects.includes('regulon')) await buildManager(root, log);
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
   process.once(signal, () => {

@@ -43,6 +43,7 @@ import {
   type FrameworkRun,
   type FrameworkSubject,
 } from './framework/run.ts';
+import { buildManager } from './harness/manager-build.ts';
 import { planRounds } from './harness/rounds.ts';
 import { referenceBinary } from './reference.ts';
 
@@ -210,6 +211,7 @@ try {
 
   if (!values['no-idle']) {
     log('the memory floor: idle RSS with no objects');
+    await buildManager(root, log);
     idle = await measureIdle({
       root,
       kubeconfig: cp.kubeconfigPath,

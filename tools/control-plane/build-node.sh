@@ -6,6 +6,7 @@
 #
 #   tools/control-plane/build-node.sh          build if missing, print bin dir
 #   tools/control-plane/build-node.sh --print  print bin dir only, build nothing
+#   tools/control-plane/build-node.sh --check  print bin dir if built, else exit 3
 #
 # A separate cache entry from build.sh: the KWOK-only control plane of scale
 # tests and `npm start` does not wait for these.
@@ -15,6 +16,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 source "$here/versions.env"
 
+command -v go >/dev/null || {
+  echo "[node] needs Go on PATH (https://go.dev/dl/; any Go >= 1.21 fetches the toolchain the go.mod files ask for)" >&2
+  exit 1
+}
 goos="$(go env GOOS)"
 goarch="$(go env GOARCH)"
 key="node_k8s-${KUBERNETES_VERSION}_coredns-${COREDNS_VERSION}_${goos}-${goarch}"
@@ -25,6 +30,14 @@ binaries=(kubelet kube-proxy coredns)
 complete() {
   for b in "${binaries[@]}"; do [ -x "$bin/$b" ] || return 1; done
 }
+
+# How an installed @regulon/testenv's start() finds what `regulon-testenv
+# install` built, without ever starting a build inside a test.
+if [ "${1:-}" = "--check" ]; then
+  complete || exit 3
+  echo "$bin"
+  exit 0
+fi
 
 # shellcheck source=../lib/cached-build.sh
 source "$here/../lib/cached-build.sh"

@@ -5,6 +5,7 @@
 #
 #   tools/control-plane/build.sh          build if missing, print bin dir
 #   tools/control-plane/build.sh --print  print bin dir only, build nothing
+#   tools/control-plane/build.sh --check  print bin dir if built, else exit 3
 #
 # REGULON_CACHE_DIR overrides the cache root (default ~/.cache/regulon).
 set -euo pipefail
@@ -13,6 +14,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
 source "$here/versions.env"
 
+command -v go >/dev/null || {
+  echo "[control-plane] needs Go on PATH (https://go.dev/dl/; any Go >= 1.21 fetches the toolchain the go.mod files ask for)" >&2
+  exit 1
+}
 goos="$(go env GOOS)"
 goarch="$(go env GOARCH)"
 key="k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_${goos}-${goarch}"
@@ -24,6 +29,14 @@ complete() {
   for b in "${binaries[@]}"; do [ -x "$bin/$b" ] || return 1; done
   [ -f "$bin/kwok-stages.yaml" ] && [ -f "$bin/kwok-storageclass.yaml" ]
 }
+
+# How an installed @regulon/testenv's start() finds what `regulon-testenv
+# install` built, without ever starting a build inside a test.
+if [ "${1:-}" = "--check" ]; then
+  complete || exit 3
+  echo "$bin"
+  exit 0
+fi
 
 # shellcheck source=../lib/cached-build.sh
 source "$here/../lib/cached-build.sh"

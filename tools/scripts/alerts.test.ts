@@ -48,6 +48,8 @@ const j = `job="acme-regulon-manager-metrics", namespace="acme-operators"`;
 const a = `${j}, instance="10.0.0.11:8080", pod="acme-regulon-manager-5c9d-a"`;
 const b = `${j}, instance="10.0.0.12:8080", pod="acme-regulon-manager-5c9d-b"`;
 const q = `controller="database", name="database"`;
+/** A Database whose backups the manager reports on. */
+const orders = `database_namespace="shop", database="orders"`;
 const lease = 'name="regulon-manager"';
 /**
  * A replica's `up`, and what every manager replica exports from start-up and
@@ -87,6 +89,7 @@ const otherOperator = [
   },
   { series: `workqueue_depth{${g}, ${q}}`, values: '0+3x60' },
   { series: `leader_election_master_status{${g}, name="databases-operator"}`, values: '0x60' },
+  { series: `regulon_database_backup_failing{${g}, ${orders}}`, values: '1x60' },
 ];
 /** Two replicas, both scraped, a leads, with the other operator beside them: what most cases stand on. */
 const replicas = [
@@ -120,6 +123,8 @@ const healthy = [
     values: '0+10x60',
   },
   { series: `workqueue_depth{${a}, ${q}}`, values: '0 3 0 1 0 0 2 0x53' },
+  // A backup failed once and the next slot's succeeded: no alert.
+  { series: `regulon_database_backup_failing{${a}, ${orders}}`, values: '0 1 1 0x57' },
 ];
 const firing = (alertname: string, labels: string, severity: 'warning' | 'critical') =>
   `ALERTS{alertname="${alertname}", alertstate="firing", severity="${severity}"${labels ? `, ${labels}` : ''}}`;
@@ -252,6 +257,31 @@ const ruleTests = (rulesFile: string) => ({
           expr: 'ALERTS{alertstate="firing"}',
           eval_time: '40m',
           exp_samples: [{ labels: firing('RegulonWorkQueueGrowing', `${a}, ${q}`, 'warning'), value: 1 }],
+        },
+      ],
+    },
+    {
+      name: "a Database's backups keep failing: RegulonDatabaseBackupFailing after 15 minutes, for that Database only",
+      interval: '1m',
+      input_series: [
+        ...replicas,
+        { series: `regulon_database_backup_failing{${a}, ${orders}}`, values: '0 0 1x40' },
+        {
+          series: `regulon_database_backup_failing{${a}, database_namespace="shop", database="ledger"}`,
+          values: '0x40',
+        },
+      ],
+      promql_expr_test: [
+        noneFiringAt(12),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '20m',
+          exp_samples: [
+            {
+              labels: firing('RegulonDatabaseBackupFailing', `${j}, ${orders}`, 'warning'),
+              value: 1,
+            },
+          ],
         },
       ],
     },

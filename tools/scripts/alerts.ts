@@ -41,6 +41,8 @@ export interface AlertRule {
 export const THRESHOLDS = {
   errorRatio: 0.1,
   p99Seconds: 10,
+  /** How long a Database's latest backup may stay failed before the alert fires: a schedule a minute apart retries well within it. */
+  backupFailingFor: '15m',
 } as const;
 
 const c = MANAGER_CONTROLLERS;
@@ -123,6 +125,18 @@ or group by (job, namespace) (${MANAGER_TARGETS}) unless on (job, namespace) lea
       summary: 'A Regulon manager replica is down',
       description:
         '{{ $labels.instance }} {{ $labels.pod }} of {{ $labels.job }} has not been scraped for 15 minutes while another replica runs: the manager runs without a standby, so a failure of the leader stops reconciling until a new Pod starts.',
+    },
+  },
+  {
+    alert: 'RegulonDatabaseBackupFailing',
+    // The latest finished DatabaseBackup of the Database failed, and none has succeeded since.
+    // max by: two replicas that both export it (a former leader, say) make one alert.
+    expr: `max by (job, namespace, database_namespace, database) (regulon_database_backup_failing ${ON_NODE}) > 0`,
+    for: THRESHOLDS.backupFailingFor,
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: 'Backups of Database {{ $labels.database_namespace }}/{{ $labels.database }} are failing',
+      description: `The latest backup of Database {{ $labels.database }} in {{ $labels.database_namespace }} failed and none has succeeded since, for ${THRESHOLDS.backupFailingFor}: the object store is missing new base backups (archived WAL may be stuck too), and point-in-time recovery does not reach past the last good one. \`kubectl get databasebackups -n {{ $labels.database_namespace }}\` shows the failed one; its Succeeded condition and Warning Events say why (store unreachable, keys refused, bucket missing). The Database keeps serving.`,
     },
   },
 ];

@@ -3,6 +3,12 @@
 import { runQueueBenchmarks } from '../../packages/queue/src/queue.bench.ts';
 import { runCacheBenchmarks } from '../../packages/cache/src/cache.bench.ts';
 import { runConvergedBenchmarks } from '../../packages/runtime/src/apply/converged.bench.ts';
+import { runLoggingBenchmarks } from '../../packages/runtime/src/manager/logging.bench.ts';
 
-const rows = [...(await runQueueBenchmarks()), ...(await runCacheBenchmarks()), ...runConvergedBenchmarks()];
+const rows = [
+  ...(await runQueueBenchmarks()),
+  ...(await runCacheBenchmarks()),
+  ...runConvergedBenchmarks(),
+  ...runLoggingBenchmarks(),
+];
 console.table(rows.map((r) => ({ benchmark: r.benchmark, value: r.value, unit: r.unit })));

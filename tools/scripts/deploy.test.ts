@@ -662,6 +662,18 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'get', resource: 'configmaps', namespace: app },
     { verb: 'delete', resource: 'pods', namespace: app },
     { verb: 'patch', resource: 'databases', group: 'regulon.dev', namespace: app },
+    // The rolling update of several instances: the StatefulSet's update revision, read fresh.
+    { verb: 'get', resource: 'statefulsets', group: 'apps', namespace: app },
+    // Backups to an object store: pgBackRest runs in the postgres container, next to the data.
+    { verb: 'create', resource: 'pods', subresource: 'exec', namespace: app },
+    { verb: 'create', resource: 'databasebackups', group: 'regulon.dev', namespace: app },
+    {
+      verb: 'patch',
+      resource: 'databasebackups',
+      group: 'regulon.dev',
+      subresource: 'status',
+      namespace: app,
+    },
     { verb: 'create', resource: 'events', group: 'events.k8s.io', namespace: app },
     { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
     { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
@@ -683,7 +695,6 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'impersonate', resource: 'serviceaccounts', namespace: app },
     { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: app },
     { verb: 'create', resource: 'pods', namespace: app },
-    { verb: 'create', resource: 'pods', subresource: 'exec', namespace: app },
     // Secrets: created once, never rewritten or deleted (read one by one only for the
     // replication password the manager connects to database instances with).
     { verb: 'update', resource: 'secrets', namespace: app },
@@ -691,6 +702,8 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'deletecollection', resource: 'secrets', namespace: app },
     // Its own kind: the spec is the user's.
     { verb: 'update', resource: 'databases', group: 'regulon.dev', namespace: app },
+    { verb: 'update', resource: 'databasebackups', group: 'regulon.dev', namespace: app },
+    { verb: 'delete', resource: 'databasebackups', group: 'regulon.dev', namespace: app },
     { verb: 'update', resource: 'caches', group: 'regulon.dev', namespace: app },
     { verb: 'update', resource: 'myapps', group: 'regulon.dev', namespace: app },
     { verb: 'create', resource: 'myapps', group: 'regulon.dev', namespace: app },

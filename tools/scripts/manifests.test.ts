@@ -114,7 +114,7 @@ test('the Deployment carries every controller feature flag, and the kustomizatio
   assert.ok(!k.resources.some((r) => r.startsWith('monitoring')), 'monitoring stays out of the base');
 });
 
-test('the image: multi-stage, production dependencies only, non-root, tini, and every package the manager imports', () => {
+test('the image: multi-stage, production dependencies only, non-root, tini, and every package the manager imports, compiled', () => {
   const dockerfile = readFileSync(join(root, 'apps', 'manager', 'Dockerfile'), 'utf8');
   const froms = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]!);
   assert.ok(froms.length >= 2, 'multi-stage');
@@ -127,13 +127,17 @@ test('the image: multi-stage, production dependencies only, non-root, tini, and 
     /^USER [1-9]\d*:[1-9]\d*$/m,
     'numeric non-root user, so runAsNonRoot can verify it',
   );
+  // Compiled: the exports condition that selects each package's dist/, and the compiled entry point.
   assert.match(
     finalStage,
-    /^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", "apps\/manager\/src\/main.ts"\]$/m,
+    /^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", "--conditions=regulon-dist", (?:"--[\w-]+=\w+", )*"apps\/manager\/dist\/main.js"\]$/m,
   );
+  assert.doesNotMatch(finalStage, /src/, 'no TypeScript sources in the image');
 
-  // Every workspace package the manager depends on, transitively, is in a directory the image copies.
-  const copied = [...finalStage.matchAll(/^COPY --from=build \/app\/(\S+) /gm)].map((m) => m[1]!);
+  // Every workspace package the manager depends on, transitively, is built and is in a directory the image copies.
+  const buildCommand = /npm run build((?:[ \\\n]+--workspace=\S+)+)/.exec(dockerfile)?.[1] ?? '';
+  const built = new Set([...buildCommand.matchAll(/--workspace=(\S+)/g)].map((m) => m[1]!));
+  const copied = [...finalStage.matchAll(/^COPY --from=\w+ \/(?:app|out)\/(\S+) /gm)].map((m) => m[1]!);
   const workspaces = new Map<string, string>();
   for (const dir of ['packages', 'apps'])
     for (const name of readdirSync(join(root, dir))) {
@@ -155,9 +159,16 @@ test('the image: multi-stage, production dependencies only, non-root, tini, and 
       copied.some((c) => dir.startsWith(c)),
       `${name} (${dir}) is copied into the image`,
     );
+    assert.ok(built.has(name), `${name} is built in the image (npm run build --workspace=${name})`);
     const pkg = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as {
       dependencies?: Record<string, string>;
+      exports: Record<string, string | Record<string, string>>;
     };
+    assert.equal(
+      (pkg.exports['.'] as Record<string, string>)['regulon-dist'],
+      './dist/index.js',
+      `${name} exports its dist/ under the regulon-dist condition`,
+    );
     for (const dep of Object.keys(pkg.dependencies ?? {})) if (workspaces.has(dep)) visit(dep);
   };
   visit('@regulon/manager');

@@ -4,7 +4,7 @@
 //   2. the real parts the tests run against, built from the Go module proxy on
 //      a machine's first run and reused from the versioned cache after that:
 //      the control plane, Prometheus with promtool (alerts, dashboard), the
-//      kstatus CLI (what Flux and kpt make of each kind's status),
+//      kstatus CLI (what Flux and kpt make of each kind's status), the S3 object store,
 //      the real node's kubelet, kube-proxy and CoreDNS, the Debian-built
 //      images its Pods run, and the manager image from its Dockerfile
 //   3. the real node's crash test, which needs the machine's one real node to itself
@@ -40,6 +40,11 @@ await steps([
     [join(root, 'tools', 'prometheus', 'build.sh')],
   ],
   ['kstatus (cached; a first build takes about 40 s)', 'bash', [join(root, 'tools', 'kstatus', 'build.sh')]],
+  [
+    'object store: versitygw (cached; a first build takes about 2 min)',
+    'bash',
+    [join(root, 'tools', 'object-store', 'build.sh')],
+  ],
   [
     'real node: kubelet, kube-proxy, CoreDNS (cached; a first build takes about 3 min after the control plane)',
     'bash',

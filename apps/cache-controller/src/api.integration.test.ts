@@ -101,4 +101,24 @@ describe('Cache changes the API server refuses', () => {
       );
     }
   });
+
+  test('mode is fixed at creation, both ways, with the reason and the way out', async () => {
+    const standalone = await stored({ replicas: 3 });
+    const replicated = await stored({ replicas: 3, mode: 'replicated' });
+    for (const [name, change, from, to] of [
+      [standalone, { mode: 'replicated' }, 'standalone', 'replicated'],
+      [replicated, { mode: 'standalone' }, 'replicated', 'standalone'],
+    ] as const) {
+      const causes = await refused(name, change);
+      assert.equal(causes.length, 1, causes.join('; '));
+      assert.match(
+        causes[0]!,
+        new RegExp(
+          `^spec\\.mode: .*mode cannot change after creation \\(${from} to ${to}\\): .*Create a new Cache`,
+        ),
+      );
+    }
+    // A Cache created without spec.mode is standalone: the API server fills the default in.
+    assert.equal((await caches().get(standalone, { namespace: ns })).spec.mode, 'standalone');
+  });
 });

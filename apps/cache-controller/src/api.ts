@@ -30,6 +30,12 @@ const PERSISTENT = (o: string) => `(has(${o}.persistence) && ${o}.persistence.en
 // malformed value gets the schema's pattern error rather than a CEL runtime error.
 const q = (x: string) => `quantity(string(${x}))`;
 
+const MODE = (o: string) => `(has(${o}.mode) ? ${o}.mode : 'standalone')`;
+const MODE_CHANGE_REASON =
+  'independent instances hold different keys and a replica drops its data to copy the primary. Create a new Cache with the mode you want and move clients to it';
+export const REPLICATED_MEMCACHED_MESSAGE =
+  'mode: replicated is only supported by redis: memcached has no replication; its clients shard keys across the independent instances of the headless Service';
+
 export const PERSISTENCE_ON_MESSAGE =
   'persistence cannot be turned on after creation: a persistent Cache is a StatefulSet with a volume per Pod, this one is a Deployment without volumes. Create a new Cache with persistence.enabled: true and move clients to it';
 export const PERSISTENCE_OFF_MESSAGE =
@@ -45,13 +51,46 @@ export const CacheSpec = WithRules(
       maxLength: 16,
       description: "Engine version, such as 7.4.11: one the manager's image catalog lists.",
     }),
+    mode: Type.Optional(
+      Type.Union([Type.Literal('standalone'), Type.Literal('replicated')], {
+        default: 'standalone',
+        maxLength: 16,
+        description:
+          'standalone: independent instances (clients shard across the headless Service). replicated (redis only): one primary behind the client Service and replicas behind <name>-ro, with automatic failover. Fixed at creation.',
+      }),
+    ),
     replicas: Type.Integer({
       minimum: 1,
       maximum: 5,
       default: 1,
       description:
-        'Pods. They are independent instances (no replication): clients that want all of them shard across the headless Service.',
+        'Pods. standalone: independent instances. replicated: the primary and replicas - 1 replicas.',
     }),
+    replication: Type.Optional(
+      Type.Object(
+        {
+          failoverDelaySeconds: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 300,
+              default: 10,
+              description:
+                'How long the primary may be unreachable or not ready before a replica is promoted.',
+            }),
+          ),
+          maxLagBytes: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 1024 ** 3,
+              default: 1024 ** 2,
+              description:
+                'How far (replication offset, bytes) a replica may trail the primary and still be in the -ro Service.',
+            }),
+          ),
+        },
+        { description: 'mode: replicated only: failover and read-replica settings.' },
+      ),
+    ),
     memory: WithRules(
       Quantity({
         default: '256Mi',
@@ -137,6 +176,25 @@ export const CacheSpec = WithRules(
     fieldPath: '.engine',
   },
   {
+    // Fixed at creation: independent instances hold different keys, and a replica drops its own
+    // data to copy the primary's, so turning them into replicas (or back) would lose or split data.
+    rule: `${MODE('self')} == ${MODE('oldSelf')}`,
+    messageExpression: `'mode cannot change after creation (' + ${MODE('oldSelf')} + ' to ' + ${MODE('self')} + '): ${MODE_CHANGE_REASON}'`,
+    fieldPath: '.mode',
+  },
+  {
+    rule: `self.engine == 'redis' || ${MODE('self')} != 'replicated'`,
+    message: REPLICATED_MEMCACHED_MESSAGE,
+    fieldPath: '.mode',
+    reason: 'FieldValueForbidden',
+  },
+  {
+    rule: `!has(self.replication) || ${MODE('self')} == 'replicated'`,
+    message: 'replication settings apply to mode: replicated only',
+    fieldPath: '.replication',
+    reason: 'FieldValueForbidden',
+  },
+  {
     rule: wellFormed('self.version'),
     message: "version must be a dotted number such as 7.4.11 (one the manager's image catalog lists)",
     fieldPath: '.version',
@@ -180,6 +238,25 @@ export const CacheStatus = Type.Object({
   currentVersion: Type.Optional(Type.String({ description: 'The version every Pod runs.' })),
   binding: Type.Optional(Type.Object({ name: Type.String() })),
   endpoint: Type.Optional(Type.String()),
+  currentPrimary: Type.Optional(
+    Type.String({
+      description: 'mode: replicated: the Pod that accepts writes (behind the client Service).',
+    }),
+  ),
+  instances: Type.Optional(
+    Type.Array(
+      Type.Object({
+        name: Type.String(),
+        role: Type.String({ description: 'primary, replica (in the -ro Service) or standby (in neither).' }),
+        state: Type.String({
+          description: 'Primary, Linked, Lagging, NotLinked, Writable (fenced next), Unreachable, Missing.',
+        }),
+        offset: Type.Optional(Type.Integer({ description: 'Its replication offset (bytes).' })),
+        lagBytes: Type.Optional(Type.Integer({ description: "How far it trails the primary's offset." })),
+      }),
+      { maxItems: 16 },
+    ),
+  ),
 });
 
 export const Cache = defineKind({
@@ -191,7 +268,8 @@ export const Cache = defineKind({
   shortNames: ['kc'],
   categories: ['regulon'],
   scope: 'Namespaced',
-  description: 'A redis or memcached cache: a Deployment, or a StatefulSet when redis persists its data.',
+  description:
+    'A redis or memcached cache: a Deployment, or a StatefulSet when redis persists its data or replicates.',
   spec: CacheSpec,
   status: CacheStatus,
   objectValidations: ChildNamingRules({
@@ -212,6 +290,7 @@ export const Cache = defineKind({
     { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
     { name: 'Status', type: 'string', jsonPath: '.status.phase' },
     { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint', priority: 1 },
+    { name: 'Primary', type: 'string', jsonPath: '.status.currentPrimary', priority: 1 },
     {
       name: 'Message',
       type: 'string',

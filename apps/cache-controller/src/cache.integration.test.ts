@@ -19,9 +19,8 @@ import {
   type KubeObject,
   type ResourceType,
 } from '@regulon/client';
-import { Manager, createLogger, type Condition } from '@regulon/runtime';
+import { type Manager, type Condition, testManager } from '@regulon/runtime';
 import { eventually, kstatus, start, type TestEnv } from '@regulon/testenv';
-import { Registry } from 'prom-client';
 import { Cache, type CacheObject } from './api.ts';
 import { setupCacheController } from './index.ts';
 
@@ -33,7 +32,6 @@ describe('Cache controller', () => {
   let env: TestEnv;
   let client: KubeClient;
   let mgr: Manager;
-  let registry: Registry;
   let running: Promise<void>;
   let ns: string;
   const caches = () => client.resource<CacheObject>(Cache.type);
@@ -43,15 +41,7 @@ describe('Cache controller', () => {
     await env.installCRDs([Cache.crd()]);
     client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 200, burst: 200 });
     ns = await env.newNamespace('cache');
-    registry = new Registry();
-    mgr = new Manager({
-      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
-      registry,
-      logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'warn' }),
-      metricsBindAddress: '0',
-      healthBindAddress: '0',
-      namespace: ns,
-    });
+    mgr = testManager(env.kubeConfig, { namespace: ns });
     setupCacheController(mgr);
     running = mgr.start();
   });
@@ -99,7 +89,7 @@ describe('Cache controller', () => {
         .list({ namespace: ns, labelSelector: `app.kubernetes.io/instance=${name}` })
     ).items;
   const metric = async (name: string) => {
-    const m = await registry.getSingleMetric(name)?.get();
+    const m = await mgr.registry.getSingleMetric(name)?.get();
     return (m?.values ?? [])
       .filter((v) => v.labels['controller'] === 'cache')
       .reduce((n, v) => n + v.value, 0);

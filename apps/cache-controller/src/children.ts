@@ -18,11 +18,26 @@ import type {
 import type { KubeObject } from '@regulon/client';
 import type { CacheObject } from './api.ts';
 import { CONFIG_DIR, CONFIG_FILE, DATA_DIR, renderConfig, RUN_DIR } from './config.ts';
-import { authEnabled, authSecretName, childNames, labels, persistent, selector } from './names.ts';
+import {
+  authEnabled,
+  authSecretName,
+  childNames,
+  labels,
+  persistent,
+  replicated,
+  ROLE_LABEL,
+  selector,
+  stateful,
+} from './names.ts';
+import { replicatedRedisScript, TOPOLOGY_MOUNT } from './replication/start-script.ts';
+import { topologyData, type Topology } from '@regulon/conventions';
 import { DEFAULT_MEMCACHED_USER, ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
 import type { ImageCatalog } from '@regulon/image-catalog';
 
 export const CONFIG_HASH_ANNOTATION = 'regulon.dev/config-hash';
+
+/** The kubelet's limit on a readiness probe; the redis probe gives up a second before it. */
+const PROBE_TIMEOUT_SECONDS = 3;
 
 /**
  * The image of the Cache's engine version in `catalog` (the manager's, or the
@@ -48,21 +63,43 @@ export function desiredConfigMap(cache: CacheObject): V1ConfigMap {
   };
 }
 
-export function desiredServices(cache: CacheObject): { client: V1Service; headless: V1Service } {
+/** The topology ConfigMap of a replicated redis (see replication/replication.ts): which instance may be writable. */
+export function desiredTopology(cache: CacheObject, t: Topology): V1ConfigMap {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: childNames(cache).topology, labels: labels(cache) },
+    data: topologyData(t),
+  };
+}
+
+export function desiredServices(cache: CacheObject): {
+  client: V1Service;
+  headless: V1Service;
+  readOnly: V1Service | undefined;
+} {
   const n = childNames(cache);
   const port = ENGINE_DEFAULTS[cache.spec.engine].port;
-  const svc = (name: string, extra: Partial<NonNullable<V1Service['spec']>> = {}): V1Service => ({
+  const svc = (
+    name: string,
+    extra: Partial<NonNullable<V1Service['spec']>> = {},
+    role?: 'primary' | 'replica',
+  ): V1Service => ({
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name, labels: labels(cache) },
     spec: {
-      selector: selector(cache),
+      selector: { ...selector(cache), ...(role ? { [ROLE_LABEL]: role } : {}) },
       ports: [{ name: cache.spec.engine, port, targetPort: port, protocol: 'TCP' }],
       ...extra,
     },
   });
+  const roles = replicated(cache);
   return {
-    client: svc(n.clientService, { type: 'ClusterIP' }),
+    // Replicated: the primary only (the manager moves the role label), so every write reaches the one writable instance.
+    client: svc(n.clientService, { type: 'ClusterIP' }, roles ? 'primary' : undefined),
+    // Replicas linked to the primary within the lag bound.
+    readOnly: roles ? svc(n.readOnlyService, { type: 'ClusterIP' }, 'replica') : undefined,
     // Every ready Pod's address: what clients that shard keys across instances (memcached's way) resolve,
     // and the StatefulSet's governing Service for stable Pod DNS.
     headless: svc(n.headlessService, { clusterIP: 'None' }),
@@ -86,6 +123,18 @@ export function desiredDisruptionBudget(cache: CacheObject): V1PodDisruptionBudg
  */
 function redisCommand(cache: CacheObject): string[] {
   const conf = `${CONFIG_DIR.redis}/${CONFIG_FILE.redis}`;
+  if (replicated(cache))
+    return [
+      'sh',
+      '-c',
+      replicatedRedisScript({
+        conf,
+        runDir: RUN_DIR.redis,
+        port: ENGINE_DEFAULTS.redis.port,
+        persistent: persistent(cache),
+        auth: authEnabled(cache),
+      }),
+    ];
   if (!authEnabled(cache)) return ['redis-server', conf];
   // redis.conf double-quoted strings take \\ and \" escapes.
   const script = [
@@ -113,7 +162,28 @@ function memcachedCommand(cache: CacheObject): string[] {
   return ['sh', '-c', script.join('\n')];
 }
 
+/** What a replicated instance's start script reads: its Pod name, where the primary and its peers are. */
+function replicationEnv(cache: CacheObject): V1EnvVar[] {
+  if (!replicated(cache)) return [];
+  const n = childNames(cache);
+  const ns = cache.metadata.namespace!;
+  return [
+    { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'PRIMARY_HOST', value: primaryHost(cache) },
+    { name: 'PEERS_HOST', value: `${n.headlessService}.${ns}.svc` },
+  ];
+}
+
+/** What replicas follow: the client Service, which selects the primary only, wherever the manager moves it. */
+export function primaryHost(cache: CacheObject): string {
+  return `${childNames(cache).clientService}.${cache.metadata.namespace!}.svc`;
+}
+
 function env(cache: CacheObject): V1EnvVar[] {
+  return [...replicationEnv(cache), ...authEnv(cache)];
+}
+
+function authEnv(cache: CacheObject): V1EnvVar[] {
   const secret = authSecretName(cache);
   if (!secret) return [];
   const ref = (name: string, key: string, optional = false): V1EnvVar => ({
@@ -135,9 +205,20 @@ function podTemplate(cache: CacheObject, imageRef: string | undefined): V1PodTem
   const d = ENGINE_DEFAULTS[engine];
   const { content } = renderConfig(cache);
   const tcp = { tcpSocket: { port: d.port } };
+  // The probe bounds itself, under the kubelet's timeout: containerd reports an exec probe's timeout only
+  // once the exec's output closes, and a redis-cli waiting on a hung server holds it open, so a hung
+  // redis (seen with CLIENT PAUSE on the real node) stayed Ready until it answered again.
   const readiness =
     engine === 'redis'
-      ? { exec: { command: ['sh', '-c', `redis-cli -h 127.0.0.1 -p ${d.port} ping | grep -q PONG`] } }
+      ? {
+          exec: {
+            command: [
+              'sh',
+              '-c',
+              `timeout ${PROBE_TIMEOUT_SECONDS - 1} redis-cli -h 127.0.0.1 -p ${d.port} ping | grep -q PONG`,
+            ],
+          },
+        }
       : tcp;
   const container: V1Container = {
     name: engine,
@@ -150,7 +231,7 @@ function podTemplate(cache: CacheObject, imageRef: string | undefined): V1PodTem
       requests: { cpu: '100m', memory: memory(cache) },
       limits: { memory: memory(cache) },
     },
-    readinessProbe: { ...readiness, periodSeconds: 5, timeoutSeconds: 3 },
+    readinessProbe: { ...readiness, periodSeconds: 5, timeoutSeconds: PROBE_TIMEOUT_SECONDS },
     // TCP, not PING: a redis loading a large append-only file answers LOADING and must not be killed for it.
     livenessProbe: { ...tcp, initialDelaySeconds: 15, periodSeconds: 10, timeoutSeconds: 3 },
     securityContext: restrictedContainerSecurityContext(),
@@ -158,6 +239,7 @@ function podTemplate(cache: CacheObject, imageRef: string | undefined): V1PodTem
       { name: 'config', mountPath: CONFIG_DIR[engine], readOnly: true },
       { name: 'run', mountPath: RUN_DIR[engine] },
       ...(engine === 'redis' ? [{ name: 'data', mountPath: DATA_DIR }] : []),
+      ...(replicated(cache) ? [{ name: 'topology', mountPath: TOPOLOGY_MOUNT, readOnly: true }] : []),
     ],
   };
   const volumes: V1Volume[] = [
@@ -165,6 +247,7 @@ function podTemplate(cache: CacheObject, imageRef: string | undefined): V1PodTem
     // Memory-backed: the auth file written at start never touches a disk.
     { name: 'run', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
     ...(engine === 'redis' && !persistent(cache) ? [{ name: 'data', emptyDir: {} }] : []),
+    ...(replicated(cache) ? [{ name: 'topology', configMap: { name: n.topology } }] : []),
   ];
   return {
     metadata: { labels: labels(cache), annotations: { [CONFIG_HASH_ANNOTATION]: contentHash(content) } },
@@ -196,8 +279,16 @@ export function desiredDeployment(cache: CacheObject, imageRef?: string): V1Depl
   };
 }
 
-/** `imageRef`: the catalog's image for spec.version (default: the official one). */
-export function desiredStatefulSet(cache: CacheObject, imageRef?: string): V1StatefulSet {
+/**
+ * `imageRef`: the catalog's image for spec.version (default: the official one).
+ * `instances`: how many Pods (spec.replicas, or more while a replicated primary
+ * sits on an ordinal being removed).
+ */
+export function desiredStatefulSet(
+  cache: CacheObject,
+  imageRef?: string,
+  instances = cache.spec.replicas,
+): V1StatefulSet {
   const n = childNames(cache);
   const p = cache.spec.persistence;
   return {
@@ -206,37 +297,51 @@ export function desiredStatefulSet(cache: CacheObject, imageRef?: string): V1Sta
     metadata: { name: n.workload, labels: labels(cache) },
     spec: {
       serviceName: n.headlessService,
-      replicas: cache.spec.replicas,
+      replicas: instances,
       selector: { matchLabels: selector(cache) },
-      // The instances don't replicate from each other, so none has to wait for another.
+      // Independent instances don't wait for each other; replicas wait for the primary in their start script.
       podManagementPolicy: 'Parallel',
-      updateStrategy: { type: 'RollingUpdate' },
+      // Replicated: the manager replaces the Pods itself, replicas first, then the primary after a
+      // switchover (the replication plan); the StatefulSet would take them by ordinal, primary or not.
+      updateStrategy: { type: replicated(cache) ? 'OnDelete' : 'RollingUpdate' },
       revisionHistoryLimit: 3,
       // A cache's volumes serve warm restarts, not as a system of record: they go with the Cache,
       // and stay on scale-down so that scaling back up finds them warm.
       persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' },
       template: podTemplate(cache, imageRef),
-      volumeClaimTemplates: [
-        {
-          metadata: { name: 'data', labels: selector(cache) },
-          spec: {
-            accessModes: ['ReadWriteOnce'],
-            resources: { requests: { storage: String(p?.size ?? '1Gi') } },
-            ...(p?.storageClassName ? { storageClassName: p.storageClassName } : {}),
-          },
-        },
-      ],
+      // Without persistence none: the field is left out rather than empty, which the API server drops.
+      ...(persistent(cache)
+        ? {
+            volumeClaimTemplates: [
+              {
+                metadata: { name: 'data', labels: selector(cache) },
+                spec: {
+                  accessModes: ['ReadWriteOnce'],
+                  resources: { requests: { storage: String(p?.size ?? '1Gi') } },
+                  ...(p?.storageClassName ? { storageClassName: p.storageClassName } : {}),
+                },
+              },
+            ],
+          }
+        : {}),
     },
   };
 }
 
 /**
  * The workload of this Cache: a StatefulSet for a persistent redis (volumes
- * per Pod), a Deployment otherwise. spec.persistence can't change (CEL), so
+ * per Pod) or a replicated one (stable Pod names the topology records), a
+ * Deployment otherwise. spec.persistence and spec.mode can't change (CEL), so
  * the kind is fixed for the life of the Cache.
  */
-export function desiredWorkload(cache: CacheObject, imageRef: string): V1Deployment | V1StatefulSet {
-  return persistent(cache) ? desiredStatefulSet(cache, imageRef) : desiredDeployment(cache, imageRef);
+export function desiredWorkload(
+  cache: CacheObject,
+  imageRef: string,
+  instances = cache.spec.replicas,
+): V1Deployment | V1StatefulSet {
+  return stateful(cache)
+    ? desiredStatefulSet(cache, imageRef, instances)
+    : desiredDeployment(cache, imageRef);
 }
 
 /**
@@ -244,14 +349,19 @@ export function desiredWorkload(cache: CacheObject, imageRef: string): V1Deploym
  * never applied): what the reconcile applies. `imageRef`: the catalog's
  * image for spec.version.
  */
-export function desiredChildren(cache: CacheObject, imageRef: string): KubeObject[] {
+export function desiredChildren(
+  cache: CacheObject,
+  imageRef: string,
+  instances = cache.spec.replicas,
+): KubeObject[] {
   const services = desiredServices(cache);
   const pdb = desiredDisruptionBudget(cache);
   return [
     desiredConfigMap(cache),
     services.client,
     services.headless,
-    desiredWorkload(cache, imageRef),
+    ...(services.readOnly ? [services.readOnly] : []),
+    desiredWorkload(cache, imageRef, instances),
     ...(pdb ? [pdb] : []),
   ];
 }

@@ -8,6 +8,7 @@ import { Cache, type CacheObject } from './api.ts';
 import {
   CONFIG_HASH_ANNOTATION,
   desiredDeployment,
+  desiredServices,
   desiredStatefulSet,
   generatedCredentials,
 } from './children.ts';
@@ -82,6 +83,16 @@ describe('workloads', () => {
     assert.equal(d.spec!.template.spec!.securityContext?.runAsUser, 999);
   });
 
+  test("the redis readiness probe gives up on a hung server before the kubelet's timeout", () => {
+    // containerd reports an exec probe's timeout only once its output closes: a redis-cli hung on a
+    // paused server kept the probe (and the Pod's Ready) waiting on the real node. See engines.integration.test.ts.
+    const probe = desiredDeployment(cache()).spec!.template.spec!.containers[0]!.readinessProbe!;
+    const script = probe.exec?.command?.at(-1) ?? '';
+    const bound = /^timeout (\d+) redis-cli .* ping \| grep -q PONG$/.exec(script);
+    assert.ok(bound, script);
+    assert.ok(Number(bound[1]) < probe.timeoutSeconds!, `${bound[1]} s within ${probe.timeoutSeconds} s`);
+  });
+
   test('redis with persistence is a StatefulSet with a volume template, no emptyDir for data', () => {
     const s = desiredStatefulSet(
       cache({ persistence: { enabled: true, size: '2Gi', storageClassName: 'fast' } }),
@@ -138,5 +149,50 @@ describe('start scripts (run with sh, the engine replaced by cat)', () => {
       run(cmd, RUN_DIR.memcached, 'auth', { MEMCACHED_PASSWORD: 'pw', MEMCACHED_USERNAME: 'app' }).out,
       'app:pw\n',
     );
+  });
+});
+
+describe('replicated redis', () => {
+  const replicated = (spec: Partial<CacheObject['spec']> = {}) =>
+    cache({ mode: 'replicated', replicas: 3, auth: { enabled: true }, ...spec });
+
+  test('a StatefulSet the manager rolls (OnDelete), volumes only when persistent, the topology mounted', () => {
+    const sts = desiredStatefulSet(replicated(), undefined, 3);
+    assert.equal(sts.spec?.updateStrategy?.type, 'OnDelete');
+    assert.equal(sts.spec?.volumeClaimTemplates, undefined);
+    const pod = sts.spec.template.spec!;
+    assert.deepEqual(
+      pod.volumes?.find((v) => v.name === 'topology'),
+      { name: 'topology', configMap: { name: 'c-topology' } },
+    );
+    const env = new Map(pod.containers[0]!.env!.map((e) => [e.name, e]));
+    assert.equal(env.get('PRIMARY_HOST')?.value, 'c.ns.svc', 'replicas follow the client Service');
+    assert.equal(env.get('REDISCLI_AUTH')?.valueFrom?.secretKeyRef?.name, 'c-credentials');
+    assert.equal(
+      desiredStatefulSet(replicated({ persistence: { enabled: true, size: '1Gi' } })).spec
+        ?.volumeClaimTemplates?.length,
+      1,
+    );
+    // A primary on an ordinal being scaled away keeps its Pod until it has handed over.
+    assert.equal(desiredStatefulSet(replicated({ replicas: 2 }), undefined, 3).spec?.replicas, 3);
+  });
+
+  test('the client Service selects the primary, -ro the replicas; standalone Services select every Pod', () => {
+    const s = desiredServices(replicated());
+    assert.equal(s.client.spec?.selector?.['regulon.dev/role'], 'primary');
+    assert.equal(s.readOnly?.metadata?.name, 'c-ro');
+    assert.equal(s.readOnly?.spec?.selector?.['regulon.dev/role'], 'replica');
+    assert.equal(s.headless.spec?.selector?.['regulon.dev/role'], undefined);
+    const standalone = desiredServices(cache({ replicas: 3 }));
+    assert.equal(standalone.readOnly, undefined);
+    assert.equal(standalone.client.spec?.selector?.['regulon.dev/role'], undefined);
+  });
+
+  test('redis.conf includes the role the start script decides, and replicas refuse writes', () => {
+    const { content } = renderConfig(replicated());
+    assert.match(content, new RegExp(`^include ${RUN_DIR.redis}/role.conf$`, 'm'));
+    assert.match(content, /^replica-read-only yes$/m);
+    assert.match(content, /^dir \/data\/redis$/m);
+    assert.doesNotMatch(renderConfig(cache()).content, /role\.conf|replica-/);
   });
 });

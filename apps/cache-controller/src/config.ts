@@ -1,5 +1,6 @@
 import type { CacheObject } from './api.ts';
-import { authEnabled, persistent } from './names.ts';
+import { authEnabled, persistent, replicated } from './names.ts';
+import { REPLICATED_DATA_DIR } from './replication/start-script.ts';
 import { quantityValue } from '@regulon/runtime';
 import { DEFAULT_EVICTION_POLICY, ENGINE_DEFAULTS } from './versions.ts';
 
@@ -44,13 +45,24 @@ export function renderConfig(cache: CacheObject): { file: string; content: strin
     // Reached only through its Services; protected mode would refuse every client without a password.
     'protected-mode no',
     `port ${port}`,
-    `dir ${DATA_DIR}`,
+    `dir ${replicated(cache) ? REPLICATED_DATA_DIR : DATA_DIR}`,
     `maxmemory ${maxMemoryBytes(cache)}`,
     `maxmemory-policy ${cache.spec.evictionPolicy ?? DEFAULT_EVICTION_POLICY}`,
     ...(persistent(cache)
       ? ['appendonly yes', 'appendfsync everysec', 'save 3600 1 300 100 60 10000']
       : ['appendonly no', 'save ""']),
     ...(authEnabled(cache) ? [`include ${RUN_DIR.redis}/auth.conf`] : []),
+    ...(replicated(cache)
+      ? [
+          // The start script decides the role: empty for the primary, `replicaof <client Service>` otherwise.
+          `include ${RUN_DIR.redis}/role.conf`,
+          'replica-read-only yes',
+          // A replica whose link is down still answers (stale) reads; the -ro Service drops it meanwhile.
+          'replica-serve-stale-data yes',
+          // The primary streams its snapshot to a replica without writing it to its own disk.
+          'repl-diskless-sync yes',
+        ]
+      : []),
   ];
   return { file: CONFIG_FILE.redis, content: `${lines.join('\n')}\n` };
 }

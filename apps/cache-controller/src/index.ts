@@ -1,10 +1,12 @@
-import { Kinds, type KubeObject } from '@regulon/client';
+import { Kinds, metadataOnly, type KubeObject } from '@regulon/client';
+import { MANAGED_BY } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
-import type { CacheReader, Manager, Request } from '@regulon/runtime';
+import type { CacheReader, Context, Manager, Request } from '@regulon/runtime';
 import { Cache } from './api.ts';
 import { MAX_NAME_LENGTH } from './names.ts';
 import { FIELD_MANAGER, reconcileCache, SECRETS } from './reconciler.ts';
 import { computeStatus, observedFrom } from './status.ts';
+import type { ReplicationView } from './replication/replication.ts';
 import { OFFICIAL_IMAGES } from './versions.ts';
 
 export {
@@ -35,8 +37,12 @@ export interface CacheControllerOptions {
 const AUTH_SECRET_INDEX = 'spec.auth.secretName';
 
 /** Registers the Cache controller with a manager. */
+/** Pods as metadata: a replicated redis's Pod that starts, stops or changes readiness wakes its Cache. */
+const PodMetadata = metadataOnly(Kinds.Pod);
+
 export function setupCacheController(mgr: Manager, options: CacheControllerOptions = {}): void {
   const catalog = options.imageCatalog ?? OFFICIAL_IMAGES;
+  const views = new WeakMap<Context, ReplicationView>();
   mgr
     .controller(CONTROLLER_NAME)
     .for(Cache, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'Pod labels, the headless Service' } })
@@ -52,12 +58,15 @@ export function setupCacheController(mgr: Manager, options: CacheControllerOptio
       c.spec.auth?.secretName ? [`${c.metadata.namespace}/${c.spec.auth.secretName}`] : [],
     )
     .watches(SECRETS, referencingCaches)
+    .watches(PodMetadata, cacheOfPod)
     .withOptions({
       fieldManager: FIELD_MANAGER,
       maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1,
     })
-    .withStatus((cache, problem, ctx) => computeStatus(cache, observedFrom(cache, ctx, catalog), problem))
-    .reconcile(reconcileCache(catalog));
+    .withStatus((cache, problem, ctx) =>
+      computeStatus(cache, { ...observedFrom(cache, ctx, catalog), replication: views.get(ctx) }, problem),
+    )
+    .reconcile(reconcileCache(catalog, views));
 }
 
 /** Caches that name this Secret in spec.auth.secretName: they wait for it to appear. */
@@ -68,4 +77,18 @@ function referencingCaches(secret: KubeObject, cache: CacheReader): Request[] {
   return cache
     .list(Cache, { namespace: ns, index: { name: AUTH_SECRET_INDEX, value: `${ns}/${name}` } })
     .map((c) => ({ namespace: ns, name: c.metadata.name! }));
+}
+
+/** The Cache a Pod belongs to, by its labels (a Cache's Pods carry its name as the instance). */
+function cacheOfPod(pod: KubeObject): Request[] {
+  const l = pod.metadata?.labels;
+  const ns = pod.metadata?.namespace;
+  if (
+    !ns ||
+    l?.['app.kubernetes.io/component'] !== 'cache' ||
+    l['app.kubernetes.io/managed-by'] !== MANAGED_BY
+  )
+    return [];
+  const name = l['app.kubernetes.io/instance'];
+  return name ? [{ namespace: ns, name }] : [];
 }

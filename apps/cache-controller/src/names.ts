@@ -18,6 +18,10 @@ export interface ChildNames {
   /** The binding Secret without a password (when auth is off). */
   binding: string;
   disruptionBudget: string;
+  /** mode: replicated: the replicas that are linked to the primary and within the lag bound. */
+  readOnlyService: string;
+  /** mode: replicated: which instance may be writable (replication plan); read by the Pods at start. */
+  topology: string;
 }
 
 export function childNames(cache: CacheObject): ChildNames {
@@ -30,6 +34,8 @@ export function childNames(cache: CacheObject): ChildNames {
     credentials: `${n}-credentials`,
     binding: `${n}-binding`,
     disruptionBudget: n,
+    readOnlyService: `${n}-ro`,
+    topology: `${n}-topology`,
   };
 }
 
@@ -41,6 +47,27 @@ export function authEnabled(cache: CacheObject): boolean {
 
 export function persistent(cache: CacheObject): boolean {
   return cache.spec.engine === 'redis' && (cache.spec.persistence?.enabled ?? false);
+}
+
+/** One primary and replicas (redis only, fixed at creation). */
+export function replicated(cache: CacheObject): boolean {
+  return cache.spec.engine === 'redis' && cache.spec.mode === 'replicated';
+}
+
+/** A StatefulSet (stable Pod names and, when persistent, a volume each) rather than a Deployment. */
+export function stateful(cache: CacheObject): boolean {
+  return persistent(cache) || replicated(cache);
+}
+
+/** The role label the replicated Services select on: `primary` (client Service) or `replica` (`-ro`). */
+export const ROLE_LABEL = 'regulon.dev/role';
+
+export function podName(cache: CacheObject, ordinal: number): string {
+  return `${cache.metadata.name!}-${ordinal}`;
+}
+
+export function ordinalOf(cache: CacheObject, pod: string): number {
+  return Number(pod.slice(cache.metadata.name!.length + 1));
 }
 
 /** The Secret the Pods read the password from, if auth is on: the referenced one or the generated one. */

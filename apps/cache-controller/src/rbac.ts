@@ -17,21 +17,29 @@ export const CACHE_RBAC: readonly V1PolicyRule[] = [
   // OwnerReferencesPermissionEnforcement admission plugin require update on the owner's finalizers for that.
   { apiGroups: ['regulon.dev'], resources: ['caches/finalizers'], verbs: ['update'] },
   // delete: the workload of the other kind, should the persistence rule ever have been bypassed.
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
+  // get: a replicated redis's update revision, read from the API server (the cache may be a moment behind).
   {
     apiGroups: ['apps'],
-    resources: ['deployments', 'statefulsets'],
-    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+    resources: ['statefulsets'],
+    verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'],
   },
-  { apiGroups: [''], resources: ['services', 'configmaps'], verbs: ['list', 'watch', 'create', 'patch'] },
+  { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch', 'create', 'patch'] },
+  // get: a replicated redis's topology, read from the API server before it is acted on.
+  { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
+  // A replicated redis's Pods: watched as metadata (readiness changes wake the Cache), listed with their
+  // addresses, role-labelled (patch), and deleted to fence a former primary or roll a new template.
+  { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'patch', 'delete'] },
   // The PodDisruptionBudget exists only with replicas > 1.
   {
     apiGroups: ['policy'],
     resources: ['poddisruptionbudgets'],
     verbs: ['list', 'watch', 'create', 'patch', 'delete'],
   },
-  // Secrets are watched as metadata only and created once, never read back or rewritten;
+  // Secrets are watched as metadata only and created once, never rewritten; get: a replicated redis's
+  // password, read for the reconcile's connections to its instances and never kept past it;
   // delete: the password-less binding Secret once auth is turned on.
-  { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch', 'create', 'delete'] },
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   // Warning Events on Caches (events.k8s.io/v1), aggregated into series by patch.
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];

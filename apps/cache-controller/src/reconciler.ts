@@ -9,28 +9,43 @@ import {
   type ReconcileFunc,
 } from '@regulon/runtime';
 import type { CacheObject } from './api.ts';
+import { TroubleClock } from '@regulon/conventions';
 import {
   bindingSecret,
   desiredChildren,
   desiredDisruptionBudget,
+  desiredTopology,
   generatedCredentials,
   image,
 } from './children.ts';
-import { authEnabled, childNames, persistent } from './names.ts';
+import { authEnabled, childNames, replicated, stateful } from './names.ts';
+import {
+  firstTopology,
+  instanceCount,
+  recordedTopology,
+  reconcileReplication,
+  type ReplicationView,
+} from './replication/replication.ts';
 import { controlledWorkload, liveWorkload } from './status.ts';
 
 export const FIELD_MANAGER = 'regulon-cache';
 
-/** Secrets are only ever read as metadata: the controller never holds a password it did not generate. */
+/** Secrets are watched as metadata: only a replicated redis's reconcile reads a password (GET), to reach its instances. */
 export const SECRETS = metadataOnly(Kinds.Secret);
 
 /**
  * Reconciles one Cache: its Secrets first (the Pods refer to them), then
  * every other child by server-side apply, then what the Deployment's own
- * controller reports. The runtime turns what this throws or reports into
- * the status (see status.ts) and Events.
+ * controller reports; a replicated redis then has its instances observed and
+ * its primary kept (replication/replication.ts), what it saw kept in `views`
+ * for the status. The runtime turns what this throws or reports into the
+ * status (see status.ts) and Events.
  */
-export function reconcileCache(catalog: ImageCatalog): ReconcileFunc<CacheObject> {
+export function reconcileCache(
+  catalog: ImageCatalog,
+  views: WeakMap<Context, ReplicationView> = new WeakMap(),
+  clock: TroubleClock = new TroubleClock(),
+): ReconcileFunc<CacheObject> {
   return async (cache, ctx) => {
     await ensureSecrets(cache, ctx);
     // A version the catalog lacks runs nothing new: the workload keeps the image it has.
@@ -40,20 +55,33 @@ export function reconcileCache(catalog: ImageCatalog): ReconcileFunc<CacheObject
         reason: 'VersionNotInCatalog',
         message: `${catalog.unsupported(cache.spec.engine, cache.spec.version)}. Set spec.version to one of those, or add the version to the image catalog.`,
       });
-    await ctx.apply(desiredChildren(cache, imageRef));
+    if (!replicated(cache)) {
+      await ctx.apply(desiredChildren(cache, imageRef));
+      for (const [kind, name] of unwantedChildren(cache)) await ctx.delete(kind, name);
+      // What the Deployment's own controller reports (its Pods can't be created, no progress): a StatefulSet says nothing alike.
+      const problem = stateful(cache) ? undefined : deploymentProblem(controlledWorkload(cache, ctx));
+      if (problem) ctx.report(problem);
+      return undefined;
+    }
+    const recorded = await recordedTopology(cache, ctx);
+    const topology = recorded ?? firstTopology(cache);
+    // The Pods read the topology when they start: it exists before they do. Only ever created
+    // here; changes are the replication plan's, never a re-render.
+    if (!recorded) await ctx.apply([desiredTopology(cache, topology)]);
+    await ctx.apply(desiredChildren(cache, imageRef, instanceCount(cache, topology)));
     for (const [kind, name] of unwantedChildren(cache)) await ctx.delete(kind, name);
-    // What the Deployment's own controller reports (its Pods can't be created, no progress): a StatefulSet says nothing alike.
-    const problem = persistent(cache) ? undefined : deploymentProblem(controlledWorkload(cache, ctx));
-    if (problem) ctx.report(problem);
+    const { view, requeueAfter } = await reconcileReplication(cache, ctx, topology, clock);
+    views.set(ctx, view);
+    return { requeueAfter };
   };
 }
 
 /** Children this Cache may have had that its spec no longer asks for; deleted only if the Cache controls them. */
 function unwantedChildren(cache: CacheObject): Array<[ResourceType, string]> {
   const n = childNames(cache);
-  // spec.persistence can't change (CEL), so the other kind only exists if that rule was bypassed.
+  // spec.persistence and spec.mode can't change (CEL), so the other kind only exists if those rules were bypassed.
   const unwanted: Array<[ResourceType, string]> = [
-    [persistent(cache) ? Kinds.Deployment : Kinds.StatefulSet, n.workload],
+    [stateful(cache) ? Kinds.Deployment : Kinds.StatefulSet, n.workload],
   ];
   if (!desiredDisruptionBudget(cache)) unwanted.push([Kinds.PodDisruptionBudget, n.disruptionBudget]);
   // The password-less binding is stale once auth is on. Generated credentials are kept when auth is
@@ -90,7 +118,7 @@ async function ensureSecrets(cache: Live<CacheObject>, ctx: Context): Promise<vo
   if (outcome === 'lost')
     throw new ProblemError({
       reason: 'CredentialsSecretLost',
-      message: `Secret ${name} with the generated credentials is gone, but the running ${persistent(cache) ? 'StatefulSet' : 'Deployment'} ${childNames(cache).workload} still uses its password: restore the Secret ${name} from a backup. No new password is generated behind the clients' and the Pods' backs.`,
+      message: `Secret ${name} with the generated credentials is gone, but the running ${stateful(cache) ? 'StatefulSet' : 'Deployment'} ${childNames(cache).workload} still uses its password: restore the Secret ${name} from a backup. No new password is generated behind the clients' and the Pods' backs.`,
     });
 }
 

@@ -13,7 +13,8 @@ import { derivePhase, rolledOut } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheObject } from './api.ts';
 import { desiredWorkload, image } from './children.ts';
-import { bindingSecretName, childNames, persistent, selector } from './names.ts';
+import { bindingSecretName, childNames, replicated, selector, stateful } from './names.ts';
+import type { ReplicationView } from './replication/replication.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 
 export type CacheStatus = NonNullable<CacheObject['status']>;
@@ -25,12 +26,14 @@ export interface Observed {
   workload: Workload | undefined;
   /** The workload this Cache wants now; undefined when the image catalog has no image for spec.version. */
   desired: Workload | undefined;
+  /** mode: replicated: what this reconcile saw of the instances; undefined when it stopped before looking. */
+  replication?: ReplicationView | undefined;
 }
 
 /** The Cache's workload as the cache holds it, whoever controls it. */
 export function liveWorkload(cache: CacheObject, ctx: Pick<Context, 'get'>): Workload | undefined {
   const name = childNames(cache).workload;
-  return persistent(cache) ? ctx.get(Kinds.StatefulSet, name) : ctx.get(Kinds.Deployment, name);
+  return stateful(cache) ? ctx.get(Kinds.StatefulSet, name) : ctx.get(Kinds.Deployment, name);
 }
 
 /** The Cache's workload, if the Cache controls it: a same-named object someone else created says nothing about it. */
@@ -65,7 +68,7 @@ export function computeStatus(
   const gen = cache.metadata.generation ?? 0;
   const prev = cache.status ?? {};
   const w = o.workload;
-  const kind = persistent(cache) ? 'StatefulSet' : 'Deployment';
+  const kind = stateful(cache) ? 'StatefulSet' : 'Deployment';
   const want = cache.spec.replicas;
   const ready = w?.status?.readyReplicas ?? 0;
   // The live template is compared with the desired one (image, config hash), not only the workload's
@@ -80,8 +83,12 @@ export function computeStatus(
 
   // Degraded and Stalled; a problem is also what Ready names (`kubectl wait` and kstatus read Ready).
   c = setProblemConditions(c, problem, { observedGeneration: gen, now });
+  const r = o.replication;
+  const primary = replicated(cache) ? (r ? r.plan.currentPrimary : prev.currentPrimary) : undefined;
   if (!problem) {
     if (!w) set('Ready', 'Unknown', 'WorkloadMissing', `The ${kind} does not exist yet`);
+    else if (done && replicated(cache) && !primary)
+      set('Ready', 'False', 'NoPrimary', r?.plan.waiting ?? 'No instance accepts writes');
     else if (done)
       set(
         'Ready',
@@ -104,6 +111,15 @@ export function computeStatus(
     set('Progressing', 'True', 'Scaling', `Scaling from ${running} to ${want} replicas`);
   else set('Progressing', 'True', 'RollingOut', `${w.status?.updatedReplicas ?? 0}/${want} replicas updated`);
 
+  if (replicated(cache)) {
+    if (r) {
+      const h = replicationHealth(cache, r);
+      set('ReplicationHealthy', h.status, h.reason, h.message);
+    } else if (!c.some((x) => x.type === 'ReplicationHealthy'))
+      set('ReplicationHealthy', 'Unknown', 'NotObserved', 'The instances have not been observed yet');
+  }
+  const instances = replicated(cache) ? (r ? instancesOf(r) : prev.instances) : undefined;
+
   return {
     observedGeneration: gen,
     conditions: c,
@@ -116,5 +132,54 @@ export function computeStatus(
     ...(currentVersion ? { currentVersion } : {}),
     binding: { name: bindingSecretName(cache) },
     endpoint: `${childNames(cache).clientService}.${cache.metadata.namespace}.svc:${ENGINE_DEFAULTS[cache.spec.engine].port}`,
+    ...(primary ? { currentPrimary: primary } : {}),
+    ...(instances ? { instances } : {}),
+  };
+}
+
+type Instance = NonNullable<CacheStatus['instances']>[number];
+
+/** Each instance's role and link, as the reconcile saw it (offsets in bytes of the replication stream). */
+function instancesOf(r: ReplicationView): Instance[] {
+  const primary = r.plan.currentPrimary;
+  const atPrimary = primary ? r.observations.get(primary) : undefined;
+  const primaryOffset = atPrimary?.reachable && atPrimary.server.writable ? atPrimary.server.lsn : undefined;
+  return r.members.map((m): Instance => {
+    const role = r.plan.roles.get(m.pod) ?? 'standby';
+    const base = { name: m.pod, role };
+    if (!m.uid) return { ...base, state: 'Missing' };
+    const o = r.observations.get(m.pod);
+    if (!o?.reachable) return { ...base, state: 'Unreachable' };
+    const offset = { offset: Number(o.server.lsn) };
+    if (o.server.writable) return { ...base, ...offset, state: m.pod === primary ? 'Primary' : 'Writable' };
+    const lag =
+      primaryOffset === undefined
+        ? {}
+        : { lagBytes: Number(primaryOffset > o.server.lsn ? primaryOffset - o.server.lsn : 0n) };
+    const state = !o.server.streaming ? 'NotLinked' : role === 'replica' ? 'Linked' : 'Lagging';
+    return { ...base, ...offset, ...lag, state };
+  });
+}
+
+function replicationHealth(
+  cache: CacheObject,
+  r: ReplicationView,
+): { status: 'True' | 'False'; reason: string; message: string } {
+  const primary = r.plan.currentPrimary;
+  if (!primary)
+    return { status: 'False', reason: 'NoPrimary', message: r.plan.waiting ?? 'No instance accepts writes' };
+  const behind = r.members.filter(
+    (m) => m.pod !== primary && m.ordinal < cache.spec.replicas && r.plan.roles.get(m.pod) !== 'replica',
+  );
+  if (behind.length)
+    return {
+      status: 'False',
+      reason: 'ReplicasNotLinked',
+      message: `${behind.map((m) => m.pod).join(', ')} not linked to ${primary} within the lag bound${r.plan.waiting ? `; ${r.plan.waiting}` : ''}`,
+    };
+  return {
+    status: 'True',
+    reason: 'Linked',
+    message: `${cache.spec.replicas - 1} replica(s) linked to ${primary}`,
   };
 }

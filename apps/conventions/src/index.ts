@@ -10,3 +10,4 @@ export { derivePhase } from './phase.ts';
 export type { Phase } from './phase.ts';
 export { rolledOut } from './rollout.ts';
 export type { Workload } from './rollout.ts';
+export * from './replication/index.ts';

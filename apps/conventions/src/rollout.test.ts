@@ -43,3 +43,14 @@ test('a rollout in progress is not rolled out: generation, revisions, updated an
   assert.equal(rolledOut(settled({ status: { ...s, replicas: 3 } }), desired), false);
   assert.equal(rolledOut(undefined, desired), false);
 });
+
+test('OnDelete (the manager replaces the Pods): the current revision never catches up, every Pod updated is the end', () => {
+  const s = settled().status!;
+  const onDelete = (status: Workload['status']) => {
+    const w = settled({ status });
+    w.spec = { ...w.spec, updateStrategy: { type: 'OnDelete' } };
+    return w;
+  };
+  assert.equal(rolledOut(onDelete({ ...s, currentRevision: 'r1' }), desired), true);
+  assert.equal(rolledOut(onDelete({ ...s, currentRevision: 'r1', updatedReplicas: 1 }), desired), false);
+});

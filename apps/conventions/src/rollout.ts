@@ -3,13 +3,16 @@ import { isSubset } from '@regulon/runtime';
 /** The parts of a Deployment or StatefulSet a rollout is read from. */
 export interface Workload {
   metadata?: { generation?: number };
-  spec?: { replicas?: number; template?: unknown };
+  spec?: { replicas?: number; template?: unknown; updateStrategy?: { type?: string } };
   status?: {
     observedGeneration?: number;
     replicas?: number;
     updatedReplicas?: number;
     readyReplicas?: number;
-    /** StatefulSets only: the roll is over when the current revision catches up with the update revision. */
+    /**
+     * StatefulSets only: the roll is over when the current revision catches up with the update
+     * revision; with OnDelete it never does, and every Pod at the update revision is the end.
+     */
     currentRevision?: string;
     updateRevision?: string;
   };
@@ -30,7 +33,7 @@ export function rolledOut(live: Workload | undefined, desired: Workload): boolea
     live.spec?.replicas === want &&
     isSubset(desired.spec?.template, live.spec?.template) &&
     (s.observedGeneration ?? 0) >= (live.metadata?.generation ?? 0) &&
-    s.currentRevision === s.updateRevision &&
+    (s.currentRevision === s.updateRevision || live.spec?.updateStrategy?.type === 'OnDelete') &&
     (s.updatedReplicas ?? 0) === want &&
     (s.readyReplicas ?? 0) === want &&
     s.replicas === want

@@ -23,6 +23,7 @@ import {
 } from './parameters.ts';
 import { celVersionAtLeast, VERSION_PATTERN } from '@regulon/image-catalog';
 import type { Engine } from './versions.ts';
+import { BackupRetention, ObjectStore } from './backup/api.ts';
 
 export const GROUP = 'regulon.dev';
 
@@ -34,11 +35,12 @@ export const GROUP = 'regulon.dev';
 const wellFormed = (v: string) => `${v}.matches('${VERSION_PATTERN.source}')`;
 /** A CEL string literal (CEL's double-quoted escapes are JSON's). */
 const celStr = (s: string) => JSON.stringify(s);
-/** CEL: `pg` for a postgres Database, `my` for mysql; each branch keeps its regex a constant. */
-const perEngine = (pg: string, my: string) => `(self.engine == 'postgres' ? ${pg} : ${my})`;
-/** CEL: the parameter names `bad(k)` holds for, on either engine. */
+/** CEL: `of(engine)` for the Database's engine; each branch keeps its regex a constant. */
+const perEngine = (of: (engine: Engine) => string) =>
+  `(self.engine == 'postgres' ? ${of('postgres')} : self.engine == 'mariadb' ? ${of('mariadb')} : ${of('mysql')})`;
+/** CEL: the parameter names `bad(k)` holds for, on the Database's engine. */
 const namesWhere = (bad: (engine: Engine) => string) =>
-  perEngine(`self.parameters.filter(k, ${bad('postgres')})`, `self.parameters.filter(k, ${bad('mysql')})`);
+  perEngine((engine) => `self.parameters.filter(k, ${bad(engine)})`);
 const notAName = (engine: Engine) => `!k.matches('${NAME_PATTERN[engine]}')`;
 const reserved = (engine: Engine) => reservedCel(engine, 'k');
 /**
@@ -50,7 +52,7 @@ const first = (list: string) => `strings.quote(${list}[0])`;
 
 export const DatabaseSpec = WithRules(
   Type.Object({
-    engine: Type.Union([Type.Literal('postgres'), Type.Literal('mysql')], {
+    engine: Type.Union([Type.Literal('postgres'), Type.Literal('mariadb'), Type.Literal('mysql')], {
       description: 'Database engine; fixed at creation.',
       maxLength: 16,
     }),
@@ -69,7 +71,7 @@ export const DatabaseSpec = WithRules(
       maximum: 5,
       default: 1,
       description:
-        'Instances: one primary and replicas - 1 streaming replicas (postgres). The primary starts on ordinal 0 and moves on failover or switchover.',
+        'Instances: one primary and replicas - 1 streaming replicas (postgres, mariadb; mysql runs one). The primary starts on ordinal 0 and moves on failover or switchover.',
     }),
     replication: Type.Optional(
       Type.Object({
@@ -77,7 +79,7 @@ export const DatabaseSpec = WithRules(
           Type.Boolean({
             default: false,
             description:
-              'Commit only once a replica has the WAL too (no acknowledged write lost on failover); writes wait while no replica streams.',
+              'Commit only once a replica has the transaction too (postgres: synchronous standby; mariadb: semi-synchronous replication), so failover loses no acknowledged write; writes wait while no replica streams.',
           }),
         ),
         failoverDelaySeconds: Type.Optional(
@@ -94,7 +96,15 @@ export const DatabaseSpec = WithRules(
             minimum: 0,
             default: 16777216,
             description:
-              'A replica further behind the primary than this leaves the read-only Service until it catches up.',
+              'postgres: a replica further behind the primary than this (WAL bytes) leaves the read-only Service until it catches up.',
+          }),
+        ),
+        maxLagTransactions: Type.Optional(
+          Type.Integer({
+            minimum: 0,
+            default: 1000,
+            description:
+              'mariadb: a replica more transactions (GTID sequence numbers) behind the primary than this leaves the read-only Service until it catches up.',
           }),
         ),
       }),
@@ -109,15 +119,78 @@ export const DatabaseSpec = WithRules(
       ),
     }),
     backup: Type.Optional(
-      Type.Object({
-        enabled: Type.Boolean({ default: true }),
-        schedule: CronSchedule({
-          default: '0 3 * * *',
-          field: 'backup.schedule',
-          description: "When to back up, as a CronJob schedule: '0 3 * * *', '@daily'.",
+      WithRules(
+        Type.Object({
+          enabled: Type.Boolean({ default: true }),
+          schedule: CronSchedule({
+            default: '0 3 * * *',
+            field: 'backup.schedule',
+            description: "When to back up, as a CronJob schedule: '0 3 * * *', '@daily'.",
+          }),
+          historyLimit: Type.Integer({ minimum: 1, maximum: 30, default: 3 }),
+          objectStore: Type.Optional(
+            ObjectStore(
+              "postgres: where base backups (DatabaseBackup objects) and the continuously archived WAL go, with pgBackRest in the database container. Set, it replaces the CronJob's dump (which only ever reached a scratch volume), and schedule makes a DatabaseBackup per slot. Its repository path must be this Database's alone. mariadb: where full physical backups (mariabackup, streamed by rclone) go; no binlog is archived.",
+            ),
+          ),
+          retention: Type.Optional(BackupRetention()),
         }),
-        historyLimit: Type.Integer({ minimum: 1, maximum: 30, default: 3 }),
-      }),
+        {
+          rule: '!has(self.retention) || has(self.objectStore)',
+          message: 'backup.retention needs backup.objectStore: it says which backups the object store keeps',
+          fieldPath: '.retention',
+        },
+      ),
+    ),
+    bootstrap: Type.Optional(
+      Type.Object(
+        {
+          recovery: WithRules(
+            Type.Object({
+              backup: Type.Optional(
+                ObjectName({
+                  what: 'a DatabaseBackup',
+                  description:
+                    'A succeeded DatabaseBackup in this namespace: the new Database holds exactly what it holds (recovery stops where the backup became consistent).',
+                }),
+              ),
+              source: Type.Optional(
+                ObjectStore(
+                  "Another Database's repository (its spec.backup.objectStore, path included): the new Database recovers its latest backup and replays the archived WAL, to the end or to targetTime.",
+                ),
+              ),
+              targetTime: Type.Optional(
+                Type.String({
+                  format: 'date-time',
+                  maxLength: 64,
+                  description:
+                    'With source: recover to this moment (RFC 3339, such as 2026-11-24T12:00:00Z) instead of the latest archived WAL: point-in-time recovery.',
+                }),
+              ),
+            }),
+            {
+              rule: 'has(self.backup) != has(self.source)',
+              message: 'recovery names exactly one of backup (a DatabaseBackup) or source (an object store)',
+            },
+            {
+              rule: '!has(self.targetTime) || has(self.source)',
+              message:
+                'targetTime needs source: a DatabaseBackup restores to where it ended; recover to a point in time from its repository (source) instead',
+              fieldPath: '.targetTime',
+            },
+            {
+              rule: '!has(self.source) || has(self.source.path)',
+              message:
+                "source.path is required: the path of the repository to recover from (the source Database's <namespace>/<name> by default)",
+              fieldPath: '.source',
+            },
+          ),
+        },
+        {
+          description:
+            "postgres: how a new Database gets its first data instead of an empty cluster. The operator-managed roles' passwords (the credentials Secret's user, the replication role) are set to this Database's own at restore; other roles keep the passwords they had in the source. mariadb: from a DatabaseBackup or the latest backup of a source path (no targetTime); the credentials Secret's user and the replication account get this Database's passwords the same way.",
+        },
+      ),
     ),
     resources: Type.Optional(ResourceRequirements()),
     parameters: Type.Optional(
@@ -174,9 +247,32 @@ export const DatabaseSpec = WithRules(
     fieldPath: '.replication.synchronous',
   },
   {
-    rule: "self.engine == 'postgres' || self.replicas == 1",
+    rule: '!has(self.bootstrap) == !has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)',
     message:
-      'replication is implemented for postgres only: a mysql Database runs one instance (replicas: 1); more would be independent servers holding different data',
+      'bootstrap is how the Database was first filled: it cannot be added, changed or removed later. Create a new Database to restore',
+    fieldPath: '.bootstrap',
+  },
+  {
+    rule: "self.engine != 'mysql' || !has(self.backup) || !has(self.backup.objectStore)",
+    message:
+      'backup.objectStore is supported for postgres and mariadb: mysql backups to an object store are not implemented yet',
+    fieldPath: '.backup.objectStore',
+  },
+  {
+    rule: "self.engine != 'mysql' || !has(self.bootstrap)",
+    message: 'bootstrap.recovery is supported for postgres and mariadb only so far',
+    fieldPath: '.bootstrap',
+  },
+  {
+    rule: "self.engine != 'mariadb' || !has(self.bootstrap) || !has(self.bootstrap.recovery) || !has(self.bootstrap.recovery.targetTime)",
+    message:
+      'bootstrap.recovery.targetTime is postgres only: a mariadb Database is restored to the end of a backup (point in time from binary logs is not implemented yet)',
+    fieldPath: '.bootstrap.recovery.targetTime',
+  },
+  {
+    rule: "self.engine != 'mysql' || self.replicas == 1",
+    message:
+      'a mysql Database runs one instance (replicas: 1): its replication is not tested against a real MySQL server, and independent servers would hold different data. Use postgres or mariadb for replicas',
     fieldPath: '.replicas',
   },
   {
@@ -187,15 +283,15 @@ export const DatabaseSpec = WithRules(
   },
   {
     rule: `!has(self.parameters) || ${namesWhere(notAName)}.size() == 0`,
-    message: `every name must be a setting name of the engine: postgres ${NAME_RULE_TEXT.postgres}; mysql ${NAME_RULE_TEXT.mysql}`,
-    messageExpression: `'name ' + ${first(namesWhere(notAName))} + ' is not a ' + self.engine + ' setting name; use ' + ${perEngine(celStr(NAME_RULE_TEXT.postgres), celStr(NAME_RULE_TEXT.mysql))}`,
+    message: `every name must be a setting name of the engine: postgres ${NAME_RULE_TEXT.postgres}; mysql and mariadb ${NAME_RULE_TEXT.mysql}`,
+    messageExpression: `'name ' + ${first(namesWhere(notAName))} + ' is not a ' + self.engine + ' setting name; use ' + ${perEngine((e) => celStr(NAME_RULE_TEXT[e]))}`,
     fieldPath: '.parameters',
     reason: 'FieldValueInvalid',
   },
   {
     rule: `!has(self.parameters) || ${namesWhere(reserved)}.size() == 0`,
-    message: `parameters may not set settings the operator manages: ${reservedText('postgres')}. ${reservedText('mysql')}`,
-    messageExpression: `'parameters may not set settings the operator manages: ' + ${first(namesWhere(reserved))} + ' (' + ${perEngine(celStr(reservedText('postgres')), celStr(reservedText('mysql')))} + ')'`,
+    message: `parameters may not set settings the operator manages: ${reservedText('postgres')}. ${reservedText('mysql')}. ${reservedText('mariadb')}`,
+    messageExpression: `'parameters may not set settings the operator manages: ' + ${first(namesWhere(reserved))} + ' (' + ${perEngine((e) => celStr(reservedText(e)))} + ')'`,
     fieldPath: '.parameters',
     reason: 'FieldValueForbidden',
   },
@@ -229,7 +325,8 @@ export const DatabaseStatus = Type.Object({
   ),
   systemIdentifier: Type.Optional(
     Type.String({
-      description: "The cluster's system identifier: an instance of another cluster is never promoted.",
+      description:
+        "The cluster's identity (postgres: its system identifier; mariadb: the id written at initialisation): an instance of another cluster is never promoted.",
     }),
   ),
   instances: Type.Optional(
@@ -242,13 +339,28 @@ export const DatabaseStatus = Type.Object({
         state: Type.String({
           description: 'Primary, Streaming, Lagging, NotStreaming, Unreachable, Missing',
         }),
-        timeline: Type.Optional(Type.Integer()),
+        timeline: Type.Optional(
+          Type.Integer({
+            description:
+              'postgres: the timeline. mariadb: the server_id that wrote the last applied transaction (the primary of its term).',
+          }),
+        ),
         lsn: Type.Optional(
-          Type.String({ description: 'Write position (primary) or received position (replica).' }),
+          Type.String({
+            description:
+              'postgres: the write position (primary) or received position (replica), as an LSN. mariadb: the last applied GTID.',
+          }),
         ),
         lagBytes: Type.Optional(
           Type.Integer({
-            description: "WAL the replica has not replayed yet, behind the primary's write position.",
+            description:
+              "postgres: WAL the replica has not replayed yet, behind the primary's write position.",
+          }),
+        ),
+        lagTransactions: Type.Optional(
+          Type.Integer({
+            description:
+              "mariadb: transactions the replica has not applied yet, behind the primary's GTID position.",
           }),
         ),
       }),
@@ -267,7 +379,7 @@ export const Database = defineKind({
   shortNames: ['db'],
   categories: ['regulon'],
   scope: 'Namespaced',
-  description: 'A PostgreSQL or MySQL database run as a StatefulSet.',
+  description: 'A PostgreSQL, MariaDB or MySQL database run as a StatefulSet.',
   spec: DatabaseSpec,
   status: DatabaseStatus,
   objectValidations: ChildNamingRules({

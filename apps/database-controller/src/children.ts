@@ -17,15 +17,18 @@ import type {
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { DatabaseObject } from './api.ts';
 import { renderConfig } from './config.ts';
-import { postgresContainer, postgresFiles, postgresVolumes } from './postgres/pod.ts';
+import { mariadbBackupVolumes, mariadbContainer, mariadbFiles } from './mariadb/pod.ts';
+import { pgbackrestVolumes, postgresContainer, postgresFiles } from './postgres/pod.ts';
+import { instanceVolumes } from './replication/instance-env.ts';
 import { REPLICATION_USER } from './postgres/start-script.ts';
 import type { Topology } from './replication/plan.ts';
+import { topologyData, topologyFromData } from '@regulon/conventions';
 import { childNames, labels, ROLE_LABEL, selector } from './names.ts';
 import { ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
 
 const CONFIG_HASH_ANNOTATION = 'regulon.dev/config-hash';
 
-/** UID/GID the official images run their server as (postgres 999, mysql 999). */
+/** UID/GID the official images run their server as (postgres, mysql and mariadb: 999). */
 const DB_USER = 999;
 
 /** Quantities as the API types spell them (strings); the CRD also accepts integers. */
@@ -57,10 +60,11 @@ function engineImage(db: DatabaseObject, given: string | undefined): string {
   return resolved;
 }
 
-/** The engine's files: its configuration and, for postgres, pg_hba.conf and the start script. */
+/** The engine's files: its configuration and, for the replicating engines, their start script (and pg_hba.conf). */
 function configFiles(db: DatabaseObject): Record<string, string> {
   const { file, content } = renderConfig(db);
-  return { [file]: content, ...(db.spec.engine === 'postgres' ? postgresFiles() : {}) };
+  const more = { postgres: () => postgresFiles(db), mariadb: () => mariadbFiles(db), mysql: () => ({}) };
+  return { [file]: content, ...more[db.spec.engine]() };
 }
 
 export function desiredConfigMap(db: DatabaseObject): V1ConfigMap {
@@ -78,28 +82,17 @@ export function topologyConfigMap(db: DatabaseObject, t: Topology): V1ConfigMap 
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: childNames(db).topology, labels: labels(db) },
-    data: {
-      primary: t.primary,
-      initialized: String(t.initialized),
-      ...(t.since !== undefined ? { since: new Date(t.since).toISOString() } : {}),
-    },
+    data: topologyData(t),
   };
 }
 
 /** The topology a ConfigMap records; undefined when it records none (it is created with ordinal 0 named). */
 export function topologyOf(cm: V1ConfigMap | undefined): Topology | undefined {
-  const d = cm?.data;
-  if (!d?.['primary']) return undefined;
-  const since = d['since'] ? Date.parse(d['since']) : NaN;
-  return {
-    primary: d['primary'],
-    initialized: d['initialized'] === 'true',
-    since: Number.isNaN(since) ? undefined : since,
-  };
+  return topologyFromData(cm?.data);
 }
 
 /**
- * The replication role's password (postgres): created once like the
+ * The replication account's password (postgres, mariadb): created once like the
  * application's credentials, and never shown to the application.
  */
 export function replicationCredentials(db: DatabaseObject, password: string): V1Secret {
@@ -197,10 +190,21 @@ export function desiredStatefulSet(
   const content = Object.entries(configFiles(db))
     .map(([k, v]) => `${k}\n${v}`)
     .join('\n');
-  const postgres = db.spec.engine === 'postgres';
-  const container = postgres
-    ? postgresContainer(db, credentialsSecret, engineImage(db, imageRef))
-    : mysqlContainer(credentialsSecret, engineImage(db, imageRef));
+  const ref = engineImage(db, imageRef);
+  const { container, volumes } = {
+    postgres: () => ({
+      container: postgresContainer(db, credentialsSecret, ref),
+      volumes: [...instanceVolumes(db), ...pgbackrestVolumes(db).volumes],
+    }),
+    mariadb: () => ({
+      container: mariadbContainer(db, credentialsSecret, ref),
+      volumes: [...instanceVolumes(db), ...mariadbBackupVolumes(db).volumes],
+    }),
+    mysql: () => ({
+      container: mysqlContainer(credentialsSecret, ref),
+      volumes: [{ name: 'config', configMap: { name: n.config } }],
+    }),
+  }[db.spec.engine]();
   return {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
@@ -212,7 +216,9 @@ export function desiredStatefulSet(
       selector: { matchLabels: selector(db) },
       // Every instance starts at once: the start script, not the ordinal order, decides who clones whom.
       podManagementPolicy: 'Parallel',
-      updateStrategy: { type: 'RollingUpdate' },
+      // Several instances: the manager replaces the Pods itself, replicas first, then the primary
+      // after one switchover (replication/plan.ts); the StatefulSet would take them by ordinal.
+      updateStrategy: { type: instances > 1 ? 'OnDelete' : 'RollingUpdate' },
       persistentVolumeClaimRetentionPolicy: {
         whenDeleted: db.spec.pvcRetentionPolicy ?? 'Retain',
         whenScaled: 'Retain',
@@ -226,7 +232,7 @@ export function desiredStatefulSet(
           containers: [
             { ...container, ...(db.spec.resources ? { resources: quantities(db.spec.resources) } : {}) },
           ],
-          volumes: postgres ? postgresVolumes(db) : [{ name: 'config', configMap: { name: n.config } }],
+          volumes,
         },
       },
       volumeClaimTemplates: [
@@ -276,17 +282,16 @@ export function desiredBackupCronJob(
   imageRef?: string,
 ): V1CronJob | undefined {
   const backup = db.spec.backup ?? { enabled: true, schedule: '0 3 * * *', historyLimit: 3 };
-  if (!backup.enabled) return undefined;
+  // With an object store, backups are DatabaseBackups taken by pgBackRest (backup/controller.ts), not dumps.
+  if (!backup.enabled || backup.objectStore) return undefined;
   const n = childNames(db);
   const host = `${n.clientService}.${db.metadata.namespace}.svc`;
-  const command =
-    db.spec.engine === 'postgres'
-      ? ['sh', '-c', `pg_dumpall -h ${host} -U "$USER" > /backup/dump-$(date +%Y%m%d%H%M%S).sql`]
-      : [
-          'sh',
-          '-c',
-          `mysqldump -h ${host} -u "$USER" --all-databases > /backup/dump-$(date +%Y%m%d%H%M%S).sql`,
-        ];
+  const dump = {
+    postgres: `pg_dumpall -h ${host} -U "$USER"`,
+    mariadb: `mariadb-dump -h ${host} -u "$USER" --all-databases --single-transaction`,
+    mysql: `mysqldump -h ${host} -u "$USER" --all-databases`,
+  }[db.spec.engine];
+  const command = ['sh', '-c', `${dump} > /backup/dump-$(date +%Y%m%d%H%M%S).sql`];
   return {
     apiVersion: 'batch/v1',
     kind: 'CronJob',
@@ -330,7 +335,8 @@ export function desiredBackupCronJob(
                   volumeMounts: [{ name: 'backup', mountPath: '/backup' }],
                 },
               ],
-              // Dumps go to a scratch volume here; where backups are shipped is a deployment choice.
+              // The dump stays on a scratch volume and goes with the Pod: no backup to restore from.
+              // What lasts is spec.backup.objectStore (postgres: pgBackRest, DatabaseBackup).
               volumes: [{ name: 'backup', emptyDir: {} }],
             },
           },

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { InvalidParametersError, postgresOperatorSettings, renderConfig } from './config.ts';
 import { canonicalName, isReservedName, PARAMETER_LIMITS } from './parameters.ts';
+import { mariadbOperatorSettings } from './mariadb/start-script.ts';
 import { CONTROL_CHARACTERS, PARAMETER_ROWS, databaseWith } from './testing/parameters-corpus.ts';
 import { RESERVED_PARAMETERS, type Engine } from './versions.ts';
 
@@ -200,6 +201,50 @@ describe('renderConfig', () => {
     assert.deepEqual(readMysql(content).options.at(-1), ['sql_mode', 'STRICT_ALL_TABLES']);
   });
 
+  test("mariadb: the operator's replication settings in [mysqld], then one line per parameter; none of them a user's to set", () => {
+    const { file, content } = renderConfig(db('mariadb', { max_connections: '200', ...TRICKY }));
+    assert.equal(file, 'my.cnf');
+    const read = readMysql(content);
+    assert.deepEqual(read.directives, []);
+    assert.deepEqual(read.groups, ['[mysqld]']);
+    const operator = mariadbOperatorSettings().map(([n]) => n);
+    assert.deepEqual(
+      read.options.map(([n]) => n),
+      [...operator, ...Object.keys({ max_connections: 1, ...TRICKY }).sort((a, b) => a.localeCompare(b))],
+    );
+    assert.deepEqual(
+      new Map(read.options).get('gtid_strict_mode'),
+      'ON',
+      'GTIDs, so a replica follows any new primary from where it stands',
+    );
+    for (const durable of ['sync_binlog', 'innodb_flush_log_at_trx_commit', 'log_slave_updates', 'server_id'])
+      assert.ok(isReservedName('mariadb', durable), `${durable} is the operator's`);
+    assert.deepEqual(
+      operator.filter((n) => !isReservedName('mariadb', n)),
+      [
+        'skip_name_resolve',
+        'binlog_expire_logs_seconds',
+        'slave_net_timeout',
+        'character_set_server',
+        'collation_server',
+      ],
+      'what the operator sets, a user cannot, but for tunables it only gives a default',
+    );
+  });
+
+  test('mariadb: semi-synchronous replication on the replicas; the primary turns its side on when it starts or is promoted', () => {
+    const sync = db('mariadb', {});
+    sync.spec.replicas = 2;
+    sync.spec.replication = { synchronous: true };
+    const options = new Map(readMysql(renderConfig(sync).content).options);
+    assert.equal(options.get('rpl_semi_sync_slave_enabled'), 'ON');
+    assert.equal(options.get('rpl_semi_sync_master_enabled'), 'OFF');
+    assert.equal(
+      new Map(readMysql(renderConfig(db('mariadb', {})).content).options).has('rpl_semi_sync_slave_enabled'),
+      false,
+    );
+  });
+
   test('every input the CRD rejects, the renderer refuses too; every input it accepts renders', () => {
     for (const row of PARAMETER_ROWS) {
       const render = () => renderConfig(db(row.engine, row.parameters));
@@ -226,7 +271,7 @@ describe('renderConfig', () => {
   test('a value with any control character is refused, on every engine', () => {
     const controls = [...Array(0x20).keys(), 0x7f, ...Array.from({ length: 0x20 }, (_, i) => 0x80 + i)];
     assert.ok(CONTROL_CHARACTERS.every(([, c]) => controls.includes(c.charCodeAt(0))));
-    for (const engine of ['postgres', 'mysql'] as const)
+    for (const engine of ['postgres', 'mysql', 'mariadb'] as const)
       for (const code of controls) {
         const value = `4MB${String.fromCharCode(code)}port = 1`;
         assert.throws(
@@ -252,7 +297,7 @@ describe('renderConfig', () => {
         `LOOSE_ENABLE_${bare.toUpperCase().replaceAll('-', '_')}`,
       ];
     };
-    for (const engine of ['postgres', 'mysql'] as const)
+    for (const engine of ['postgres', 'mysql', 'mariadb'] as const)
       for (const name of RESERVED_PARAMETERS[engine])
         for (const spelling of spellings(engine, name))
           assert.throws(
@@ -277,8 +322,9 @@ describe('renderConfig', () => {
         'x.port',
         'datadirx',
       ],
+      mariadb: ['report-port', 'server-id-x', 'sync-binlog-x', 'slave_parallel_threads', 'read-buffer-size'],
     };
-    for (const engine of ['postgres', 'mysql'] as const)
+    for (const engine of ['postgres', 'mysql', 'mariadb'] as const)
       for (const name of fine[engine])
         assert.doesNotThrow(() => renderConfig(db(engine, { [name]: '1' })), name);
   });

@@ -1,6 +1,8 @@
 import type { DatabaseObject } from './api.ts';
 import { PARAMETER_LIMITS, parameterProblem } from './parameters.ts';
+import { renderMycnf } from './mariadb/start-script.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
+import { archiveSettings } from './backup/pgbackrest.ts';
 
 /**
  * spec.parameters that can't be written to the engine's configuration file.
@@ -31,6 +33,8 @@ const postgresValue = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, 
  * replication and pg_rewind need (WAL for standbys, slots, hint bits logged).
  * Synchronous replication waits for any one standby (`ANY 1 (*)`): whichever
  * replica is promoted later, the most advanced one has every acknowledged commit.
+ * With an object store, archive_mode and archive_command hand each WAL segment
+ * to pgBackRest.
  */
 export function postgresOperatorSettings(db: DatabaseObject): Array<[string, string]> {
   const settings: Array<[string, string]> = [
@@ -44,6 +48,8 @@ export function postgresOperatorSettings(db: DatabaseObject): Array<[string, str
     ['max_replication_slots', '10'],
   ];
   if (db.spec.replication?.synchronous) settings.push(['synchronous_standby_names', `'ANY 1 (*)'`]);
+  // With spec.backup.objectStore: every WAL segment is archived by pgBackRest (backup/pgbackrest.ts).
+  settings.push(...archiveSettings(db));
   return settings;
 }
 
@@ -74,6 +80,11 @@ export function renderConfig(db: DatabaseObject): { file: string; content: strin
     ];
     return { file: 'postgresql.conf', content: `${lines.join('\n')}\n` };
   }
+  if (engine === 'mariadb')
+    return {
+      file: 'my.cnf',
+      content: renderMycnf({ synchronous: !!db.spec.replication?.synchronous }, params),
+    };
   const lines = [
     '[mysqld]',
     `port = ${d.port}`,

@@ -20,7 +20,7 @@ import {
   type KubeObject,
   type ResourceType,
 } from '@regulon/client';
-import { Manager, createLogger, type Condition } from '@regulon/runtime';
+import { Manager, createLogger, type Condition, testManager } from '@regulon/runtime';
 import { eventually, kstatus, start, type TestEnv } from '@regulon/testenv';
 import { Registry } from 'prom-client';
 import { Database, type DatabaseObject } from './api.ts';
@@ -33,7 +33,6 @@ describe('Database controller', () => {
   let env: TestEnv;
   let client: KubeClient;
   let mgr: Manager;
-  let registry: Registry;
   let running: Promise<void>;
   let ns: string;
   const dbs = () => client.resource<DatabaseObject>(Database.type);
@@ -43,15 +42,7 @@ describe('Database controller', () => {
     await env.installCRDs([Database.crd()]);
     client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 200, burst: 200 });
     ns = await env.newNamespace('db');
-    registry = new Registry();
-    mgr = new Manager({
-      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
-      registry,
-      logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'warn' }),
-      metricsBindAddress: '0',
-      healthBindAddress: '0',
-      namespace: ns,
-    });
+    mgr = testManager(env.kubeConfig, { namespace: ns });
     setupDatabaseController(mgr);
     running = mgr.start();
   });
@@ -90,7 +81,7 @@ describe('Database controller', () => {
   /** A hot loop reconciles hundreds of times in a 3 s window; settled Databases reconcile a handful. */
   const MAX_QUIET_RECONCILES = 30;
   const reconciles = async (results?: string[]) => {
-    const m = await registry.getSingleMetric('controller_runtime_reconcile_total')!.get();
+    const m = await mgr.registry.getSingleMetric('controller_runtime_reconcile_total')!.get();
     return m.values
       .filter(
         (v) =>
@@ -350,7 +341,7 @@ describe('Database controller', () => {
       [
         'unknown engine',
         { engine: 'oracle' as 'postgres' },
-        /spec.engine: Unsupported value: "oracle": supported values: "postgres", "mysql"/,
+        /spec.engine: Unsupported value: "oracle": supported values: "postgres", "mariadb", "mysql"/,
       ],
       [
         'replicas 0',

@@ -5,7 +5,12 @@ import type { CacheReader, Context, Manager } from '@regulon/runtime';
 import { Database } from './api.ts';
 import { MAX_NAME_LENGTH } from './names.ts';
 import { FIELD_MANAGER, PodMetadata, reconcileDatabase, SecretMetadata } from './reconciler.ts';
-import { computeStatus, observedFrom } from './status.ts';
+import { BACKUPS_BY_DATABASE, computeStatus, observedFrom } from './status.ts';
+import type { KubeConfigSource } from '@regulon/client';
+import { DatabaseBackup } from './backup/api.ts';
+import { Stanzas } from './backup/database.ts';
+import { PodExec, type Executor } from './backup/exec.ts';
+import { setupDatabaseBackupController } from './backup/controller.ts';
 import type { ReplicationView } from './replication/replication.ts';
 import { OFFICIAL_IMAGES } from './versions.ts';
 
@@ -15,7 +20,10 @@ export { createdClaimSize, desiredChildren, generatedCredentials, type DesiredCh
 export { computeStatus, observedFrom, type Observed } from './status.ts';
 export { ENGINE_VERSIONS, OFFICIAL_IMAGES, RESERVED_PARAMETERS } from './versions.ts';
 export { MAX_NAME_LENGTH, childNames } from './names.ts';
-export { DATABASE_RBAC } from './rbac.ts';
+export { DATABASE_RBAC, DATABASE_BACKUP_RBAC } from './rbac.ts';
+export { setupDatabaseWebhooks } from './webhook.ts';
+export { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
+export { setupDatabaseBackupController, BACKUP_CONTROLLER_NAME } from './backup/controller.ts';
 
 export const CONTROLLER_NAME = 'database';
 /** Databases filed under the Secret their spec.credentials.secretName names. */
@@ -25,6 +33,17 @@ export interface DatabaseControllerOptions {
   maxConcurrentReconciles?: number;
   /** Which image runs which version (default: the official images, OFFICIAL_IMAGES). */
   imageCatalog?: ImageCatalog | undefined;
+  /**
+   * Also run the DatabaseBackup controller, and let the Databases' status
+   * follow their DatabaseBackups (BackupSucceeded, lastBackup) and restore
+   * from them (spec.bootstrap.recovery.backup). Needs the DatabaseBackup CRD
+   * installed: its informer would never sync without it.
+   */
+  backups?: boolean | undefined;
+  /** The manager's kubeconfig, for exec into the instances (pgBackRest); default: as KubeClient.load finds it. */
+  kubeConfig?: KubeConfigSource | undefined;
+  /** Runs commands in the instances (tests); default PodExec over kubeConfig. */
+  executor?: Executor | undefined;
 }
 
 /** Registers the Database controller with a manager. */
@@ -32,7 +51,10 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
   const catalog = options.imageCatalog ?? OFFICIAL_IMAGES;
   // What a reconcile saw of the instances, handed to the status it ends with.
   const views = new WeakMap<Context, ReplicationView>();
-  mgr
+  const backupsWatched = options.backups === true;
+  const executor = options.executor ?? new PodExec(options.kubeConfig);
+  const stanzas = new Stanzas(executor);
+  const builder = mgr
     .controller(CONTROLLER_NAME)
     .for(Database, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'StatefulSet Pods, backup Jobs' } })
     // Children in full (not metadata only): apply compares them with the
@@ -50,15 +72,54 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
       db.spec.credentials?.secretName ? [db.spec.credentials.secretName] : [],
     )
     .watches(PodMetadata, byInstance)
-    .watches(Kinds.Job, byInstance)
+    .watches(Kinds.Job, byInstance);
+  if (backupsWatched)
+    builder
+      // A DatabaseBackup that finishes moves BackupSucceeded; one that succeeds lets a restore from it start.
+      .watches(DatabaseBackup, (b, cache) => [
+        { namespace: b.metadata.namespace!, name: b.spec.database },
+        ...restoringFrom(b, cache),
+      ])
+      .index(DatabaseBackup, BACKUPS_BY_DATABASE, (b) => [b.spec.database])
+      .index(Database, BY_RECOVERY_BACKUP, (db) =>
+        db.spec.bootstrap?.recovery?.backup ? [db.spec.bootstrap.recovery.backup] : [],
+      );
+  builder
     .withOptions({
       fieldManager: FIELD_MANAGER,
       maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1,
     })
     .withStatus((db, problem, ctx) =>
-      computeStatus(db, { ...observedFrom(db, ctx, catalog), problem, replication: views.get(ctx) }),
+      computeStatus(db, {
+        ...observedFrom(db, ctx, catalog, backupsWatched),
+        problem,
+        replication: views.get(ctx),
+        archiving: stanzas.archiving(db),
+      }),
     )
-    .reconcile(reconcileDatabase(catalog, views));
+    .reconcile(reconcileDatabase(catalog, views, undefined, { backupsWatched, stanzas }));
+  if (backupsWatched)
+    setupDatabaseBackupController(mgr, {
+      executor,
+      ...(options.maxConcurrentReconciles
+        ? { maxConcurrentReconciles: options.maxConcurrentReconciles }
+        : {}),
+    });
+}
+
+/** Databases filed under the DatabaseBackup their spec.bootstrap.recovery.backup names. */
+const BY_RECOVERY_BACKUP = 'database.spec.bootstrap.recovery.backup';
+
+/** The Databases that restore from this DatabaseBackup: they wait for it to succeed. */
+function restoringFrom(
+  b: KubeObject & { metadata: { name?: string; namespace?: string } },
+  cache: CacheReader,
+) {
+  const { name, namespace } = b.metadata;
+  if (!name || !namespace) return [];
+  return cache
+    .list(Database, { namespace, index: { name: BY_RECOVERY_BACKUP, value: name } })
+    .map((db) => ({ namespace, name: db.metadata.name! }));
 }
 
 /** Pods and backup Jobs wake the Database they are labelled with. */

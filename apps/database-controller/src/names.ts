@@ -21,6 +21,8 @@ export interface ChildNames {
   topology: string;
   /** The replication role's password, generated once (postgres). */
   replicationCredentials: string;
+  /** spec.bootstrap.recovery resolved once: the source repository's settings and keys (postgres). */
+  recovery: string;
 }
 
 export function childNames(db: DatabaseObject): ChildNames {
@@ -37,6 +39,7 @@ export function childNames(db: DatabaseObject): ChildNames {
     backup: `${n}-backup`,
     topology: `${n}-topology`,
     replicationCredentials: `${n}-replication`,
+    recovery: `${n}-recovery`,
   };
 }
 

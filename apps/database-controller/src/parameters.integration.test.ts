@@ -9,9 +9,8 @@ import { after, before, describe, test } from 'node:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { InvalidError, KubeClient, Kinds, isNotFound, type KubeObject } from '@regulon/client';
 import type { CustomResourceDefinition } from '@regulon/crd';
-import { Manager, createLogger, type Condition } from '@regulon/runtime';
+import { type Manager, type Condition, testManager } from '@regulon/runtime';
 import { eventually, start, type TestEnv } from '@regulon/testenv';
-import { Registry } from 'prom-client';
 import { Database, type DatabaseObject } from './api.ts';
 import { setupDatabaseController } from './index.ts';
 import { PARAMETER_ROWS as ROWS, VALUE, RESERVED, databaseWith, named } from './testing/parameters-corpus.ts';
@@ -88,22 +87,13 @@ function withoutParameterRules(crd: CustomResourceDefinition): CustomResourceDef
 describe('a Database stored before the parameter rules existed', () => {
   let ns: string;
   let mgr: Manager;
-  let registry: Registry;
   let running: Promise<void>;
   const cond = (db: DatabaseObject, type: string): Condition | undefined =>
     db.status?.conditions?.find((c) => c.type === type);
 
   before(async () => {
     ns = await env.newNamespace('params-stored');
-    registry = new Registry();
-    mgr = new Manager({
-      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
-      registry,
-      logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'warn' }),
-      metricsBindAddress: '0',
-      healthBindAddress: '0',
-      namespace: ns,
-    });
+    mgr = testManager(env.kubeConfig, { namespace: ns });
     setupDatabaseController(mgr);
     running = mgr.start();
   });
@@ -160,7 +150,9 @@ describe('a Database stored before the parameter rules existed', () => {
         isNotFound,
       );
     // Reported, not retried: a spec problem is no error to back off from.
-    const errors = (await registry.getSingleMetric('controller_runtime_reconcile_errors_total')!.get()).values
+    const errors = (
+      await mgr.registry.getSingleMetric('controller_runtime_reconcile_errors_total')!.get()
+    ).values
       .filter((v) => v.labels['controller'] === 'database')
       .reduce((n, v) => n + v.value, 0);
     assert.equal(errors, 0);

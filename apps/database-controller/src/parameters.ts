@@ -24,16 +24,21 @@ export const PARAMETER_LIMITS = { maxEntries: 64, maxNameLength: 64, maxValueLen
  * Neither admits a space, `=`, a quote, `#`, `[` or `!`: nothing that starts a
  * comment, a section or an `!include` directive, or ends the name early.
  */
+const MY_GETOPT_NAME = '^[A-Za-z][A-Za-z0-9_-]*([.][A-Za-z][A-Za-z0-9_-]*)?$';
 export const NAME_PATTERN: Record<Engine, string> = {
   postgres: '^[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)?$',
-  mysql: '^[A-Za-z][A-Za-z0-9_-]*([.][A-Za-z][A-Za-z0-9_-]*)?$',
+  mysql: MY_GETOPT_NAME,
+  // mariadbd reads my.cnf with the same parser (my_getopt) as mysqld.
+  mariadb: MY_GETOPT_NAME,
 };
 
+const MY_GETOPT_RULE_TEXT =
+  "letters, digits, '-' and '_', starting with a letter, with at most one dot (e.g. max_connections, innodb-buffer-pool-size)";
 export const NAME_RULE_TEXT: Record<Engine, string> = {
   postgres:
     'letters, digits and underscores, not starting with a digit, with at most one dot (e.g. shared_buffers, auto_explain.log_min_duration)',
-  mysql:
-    "letters, digits, '-' and '_', starting with a letter, with at most one dot (e.g. max_connections, innodb-buffer-pool-size)",
+  mysql: MY_GETOPT_RULE_TEXT,
+  mariadb: MY_GETOPT_RULE_TEXT,
 };
 
 /**
@@ -48,7 +53,7 @@ const lowerAscii = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
 /**
  * The name as the engine compares it. postgres: setting names are
- * case-insensitive. mysql: `-` and `_` are the same, and prefixes are
+ * case-insensitive. mysql and mariadb: `-` and `_` are the same, and prefixes are
  * stripped; mysqld compares case-sensitively, lowering here only makes the
  * reserved check stricter.
  */
@@ -67,6 +72,7 @@ function reservedCanonical(engine: Engine): string[] {
 const RESERVED: Record<Engine, ReadonlySet<string>> = {
   postgres: new Set(reservedCanonical('postgres')),
   mysql: new Set(reservedCanonical('mysql')),
+  mariadb: new Set(reservedCanonical('mariadb')),
 };
 
 export function isReservedName(engine: Engine, name: string): boolean {

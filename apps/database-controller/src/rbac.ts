@@ -18,7 +18,10 @@ export const DATABASE_RBAC: readonly V1PolicyRule[] = [
   // Children carry a controller ownerReference with blockOwnerDeletion: clusters that run the
   // OwnerReferencesPermissionEnforcement admission plugin require update on the owner's finalizers for that.
   { apiGroups: ['regulon.dev'], resources: ['databases/finalizers'], verbs: ['update'] },
-  { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['list', 'watch', 'create', 'patch'] },
+  // get: with several instances the manager replaces the Pods itself, comparing each Pod's
+  // revision with the StatefulSet's update revision read from the API server (a cached one a
+  // moment old would have an up-to-date Pod replaced for nothing).
+  { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
   // The read-only Service goes away when replicas drop to 1.
   { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['list', 'watch', 'create', 'patch'] },
@@ -48,4 +51,20 @@ export const DATABASE_RBAC: readonly V1PolicyRule[] = [
   { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'patch'] },
   // Warning Events on Databases (events.k8s.io/v1), aggregated into series by patch.
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+  // pgBackRest runs in the postgres container, next to the data it reads: with spec.backup.objectStore
+  // the manager execs `pgbackrest stanza-create` on the primary (and the DatabaseBackup controller
+  // starts and checks backups there). An exec over WebSocket is authorized as `create` on pods/exec.
+  { apiGroups: [''], resources: ['pods/exec'], verbs: ['create'] },
+];
+
+/**
+ * The DatabaseBackup controller's calls (setupDatabaseController with
+ * `backups: true`), beyond DATABASE_RBAC: its own kind and status, and
+ * Events on it. Its exec into the primary is DATABASE_RBAC's pods/exec.
+ */
+export const DATABASE_BACKUP_RBAC: readonly V1PolicyRule[] = [
+  // list/watch: the informers of both controllers (the Database's status follows its DatabaseBackups).
+  // create: the Database controller makes one per slot of spec.backup.schedule (backup/schedule.ts).
+  { apiGroups: ['regulon.dev'], resources: ['databasebackups'], verbs: ['list', 'watch', 'create'] },
+  { apiGroups: ['regulon.dev'], resources: ['databasebackups/status'], verbs: ['patch'] },
 ];

@@ -30,6 +30,11 @@ import {
 } from './replication/replication.ts';
 import { InvalidParametersError } from './config.ts';
 import { childNames } from './names.ts';
+import { replicates } from './versions.ts';
+import { ensureRecoverySecret, type Stanzas } from './backup/database.ts';
+import { DatabaseBackup } from './backup/api.ts';
+import { ensureScheduledBackup } from './backup/schedule.ts';
+import { BACKUPS_BY_DATABASE } from './status.ts';
 
 export const FIELD_MANAGER = 'regulon-database';
 /** Pods are read as metadata only (their role is a label), Secrets too: credentials are never held in memory. */
@@ -37,19 +42,33 @@ export const PodMetadata = metadataOnly(Kinds.Pod);
 export const SecretMetadata = metadataOnly(Kinds.Secret);
 
 /**
+ * What the Database controller does for backups (postgres, spec.backup.objectStore):
+ * whether the manager runs the DatabaseBackup controller (so DatabaseBackups
+ * can be read), and the stanzas it creates on the primaries.
+ */
+export interface BackupSupport {
+  backupsWatched: boolean;
+  stanzas: Stanzas | undefined;
+}
+
+/**
  * Reconciles one Database: credentials first (a referenced Secret must exist,
- * a generated one is created once and never rewritten), then the children by
- * server-side apply, the Pods' roles and the volumes' size. Whatever stops it
- * is a ProblemError, reported by the runtime in the status.
+ * a generated one is created once and never rewritten), then the recovery
+ * Secret of a restore, the children by server-side apply, the Pods' roles,
+ * the archive's stanza and the volumes' size. Whatever stops it is a
+ * ProblemError, reported by the runtime in the status.
  */
 export function reconcileDatabase(
   catalog: ImageCatalog,
   views: WeakMap<Context, ReplicationView> = new WeakMap(),
   clock: TroubleClock = new TroubleClock(),
+  backup: BackupSupport = { backupsWatched: false, stanzas: undefined },
 ): ReconcileFunc<DatabaseObject> {
   return async (db, ctx) => {
     await ensureCredentials(db, ctx);
-    if (db.spec.engine === 'postgres') await ensureReplicationCredentials(db, ctx);
+    if (replicates(db.spec.engine)) await ensureReplicationCredentials(db, ctx);
+    // Before the StatefulSet: the first Pod restores from what it names instead of running initdb.
+    if (db.spec.engine !== 'mysql') await ensureRecoverySecret(db, ctx, backup.backupsWatched);
     // A version the catalog lacks runs nothing new: the StatefulSet keeps the image it has.
     const imageRef = image(db, catalog);
     if (!imageRef)
@@ -70,8 +89,43 @@ export function reconcileDatabase(
     const { view, requeueAfter } = await reconcileReplication(db, ctx, topology, clock);
     views.set(ctx, view);
     await growVolumes(db, createdClaimSize(sts), ctx);
-    return requeueAfter !== undefined ? { requeueAfter } : undefined;
+    const archiveRetry = await ensureStanza(db, ctx, view, backup.stanzas);
+    const nextSlot = await scheduleBackups(db, ctx, backup.backupsWatched);
+    const next = [requeueAfter, archiveRetry, nextSlot].filter((t): t is number => t !== undefined);
+    return next.length ? { requeueAfter: Math.min(...next) } : undefined;
   };
+}
+
+/** The archive's stanza, on the primary once it serves (its Pod ready): when to try again after a failure. */
+async function ensureStanza(
+  db: DatabaseObject,
+  ctx: Context,
+  view: ReplicationView,
+  stanzas: Stanzas | undefined,
+): Promise<number | undefined> {
+  if (!stanzas || db.spec.engine !== 'postgres' || !db.spec.backup?.objectStore) return undefined;
+  const primary = view.members.find((m) => m.pod === view.plan.currentPrimary);
+  if (!primary?.ready) return undefined;
+  return stanzas.ensure(db, ctx, { pod: primary.pod, uid: primary.uid });
+}
+
+/**
+ * spec.backup.schedule with an object store: a DatabaseBackup per slot (see
+ * backup/schedule.ts); returns how long until the next slot.
+ */
+async function scheduleBackups(
+  db: DatabaseObject,
+  ctx: Context,
+  backupsWatched: boolean,
+): Promise<number | undefined> {
+  const backup = db.spec.backup;
+  if (!backupsWatched || db.spec.engine === 'mysql' || !backup?.objectStore || !backup.enabled)
+    return undefined;
+  const existing = ctx.list(DatabaseBackup, {
+    namespace: db.metadata.namespace,
+    index: { name: BACKUPS_BY_DATABASE, value: db.metadata.name! },
+  });
+  return ensureScheduledBackup(db, ctx, existing);
 }
 
 /** desiredChildren, with parameters the engine can't take reported as a problem: nothing is applied. */

@@ -58,3 +58,164 @@ test('a Database whose parameters cannot be rendered is never counted as rolled 
   assert.equal(status.conditions?.find((c) => c.type === 'Ready')?.status, 'False');
   assert.equal(status.currentVersion, undefined);
 });
+
+test('a replicated mariadb reports GTID positions and lag in transactions, and a lagging replica as not healthy', () => {
+  const db = databaseWith('mariadb', {});
+  db.spec.replicas = 3;
+  const server = (writable: boolean, seq: bigint, applied: bigint, streaming = !writable) => ({
+    writable,
+    systemId: '0b6f6a4e-0000-4000-8000-000000000001',
+    timeline: 100,
+    lsn: seq,
+    replayLsn: applied,
+    streaming,
+  });
+  const servers = {
+    'd-0': server(true, 5000n, 5000n),
+    'd-1': server(false, 4990n, 4990n),
+    'd-2': server(false, 5000n, 2000n),
+  };
+  const members = Object.entries(servers).map(([pod, s], ordinal) => ({
+    pod,
+    ordinal,
+    uid: `uid-${pod}`,
+    createdAt: 0,
+    deleting: false,
+    ready: true,
+    troubleSince: undefined,
+    server: s,
+  }));
+  const status = computeStatus(db, {
+    statefulSet: settled(db),
+    backupJobs: [],
+    problem: undefined,
+    credentialsSecret: childNames(db).credentials,
+    replication: {
+      replicated: true,
+      topology: { primary: 'd-0', initialized: true, since: undefined },
+      members,
+      observations: new Map(
+        Object.entries(servers).map(([pod, s]) => [
+          pod,
+          { reachable: true as const, server: s, position: `0-${s.timeline}-${s.replayLsn}` },
+        ]),
+      ),
+      lagUnit: 'transactions',
+      plan: {
+        step: undefined,
+        roles: new Map([
+          ['d-0', 'primary' as const],
+          ['d-1', 'replica' as const],
+          ['d-2', undefined],
+        ]),
+        currentPrimary: 'd-0',
+        waiting: undefined,
+        recheckInMs: undefined,
+      },
+    },
+  });
+  assert.deepEqual(status.instances, [
+    { name: 'd-0', role: 'primary', state: 'Primary', timeline: 100, lsn: '0-100-5000' },
+    {
+      name: 'd-1',
+      role: 'replica',
+      state: 'Streaming',
+      timeline: 100,
+      lsn: '0-100-4990',
+      lagTransactions: 10,
+    },
+    {
+      name: 'd-2',
+      role: 'standby',
+      state: 'Lagging',
+      timeline: 100,
+      lsn: '0-100-2000',
+      lagTransactions: 3000,
+    },
+  ]);
+  assert.equal(status.currentPrimary, 'd-0');
+  assert.equal(status.systemIdentifier, '0b6f6a4e-0000-4000-8000-000000000001');
+  const healthy = status.conditions?.find((c) => c.type === 'ReplicationHealthy');
+  assert.equal(healthy?.status, 'False');
+  assert.match(healthy?.message ?? '', /^d-2 not streaming from d-0 within the lag bound/);
+});
+
+test('with an object store, BackupSucceeded and lastBackup follow the latest finished DatabaseBackup, never a Job', () => {
+  const db: DatabaseObject = {
+    ...databaseWith('postgres', {}),
+    spec: {
+      ...databaseWith('postgres', {}).spec,
+      backup: {
+        enabled: true,
+        schedule: '0 3 * * *',
+        historyLimit: 3,
+        objectStore: { endpoint: 'https://s3.example.com', bucket: 'b', credentials: { secretName: 'keys' } },
+      },
+    },
+  };
+  const backup = (name: string, phase: 'Succeeded' | 'Failed' | 'Running', stoppedAt?: string) =>
+    ({
+      apiVersion: 'regulon.dev/v1alpha1',
+      kind: 'DatabaseBackup',
+      metadata: {
+        name,
+        namespace: db.metadata.namespace,
+        creationTimestamp: new Date('2026-11-24T11:00:00Z'),
+      },
+      spec: { database: db.metadata.name! },
+      status: {
+        phase,
+        ...(stoppedAt ? { stoppedAt } : {}),
+        conditions: [
+          {
+            type: 'Succeeded',
+            status: phase === 'Succeeded' ? 'True' : phase === 'Failed' ? 'False' : 'Unknown',
+            reason: phase === 'Failed' ? 'BackupFailed' : 'Completed',
+            message: phase === 'Failed' ? 'the store answered HTTP 403 (Forbidden)' : 'done',
+            lastTransitionTime: '2026-11-24T12:00:00Z',
+          },
+        ],
+      },
+    }) as NonNullable<Parameters<typeof computeStatus>[1]['backups']>[number];
+  const withBackups = (
+    backups: ReturnType<typeof backup>[] | undefined,
+    archiving?: { ok: boolean; message: string },
+  ) =>
+    computeStatus(db, {
+      statefulSet: settled(db),
+      // A succeeded Job of the old dump must not count: with an object store there is none to trust.
+      backupJobs: [{ metadata: { name: 'j' }, status: { succeeded: 1, completionTime: new Date() } }],
+      problem: undefined,
+      credentialsSecret: childNames(db).credentials,
+      backups,
+      archiving,
+    });
+  const c = (s: ReturnType<typeof computeStatus>) => s.conditions?.find((x) => x.type === 'BackupSucceeded');
+
+  assert.equal(c(withBackups([]))?.reason, 'NoBackupYet');
+  assert.equal(withBackups([]).lastBackup, undefined);
+  assert.equal(c(withBackups(undefined))?.reason, 'BackupControllerDisabled');
+
+  const ok = withBackups([backup('a', 'Succeeded', '2026-11-24T12:00:00Z'), backup('b', 'Running')]);
+  assert.equal(c(ok)?.status, 'True');
+  assert.equal(ok.lastBackup, '2026-11-24T12:00:00Z');
+
+  const failedLater = withBackups([
+    backup('a', 'Succeeded', '2026-11-24T12:00:00Z'),
+    backup('b', 'Failed', '2026-11-24T13:00:00Z'),
+  ]);
+  assert.equal(c(failedLater)?.status, 'False');
+  assert.match(c(failedLater)!.message, /DatabaseBackup b failed: the store answered HTTP 403/);
+  assert.equal(failedLater.lastBackup, '2026-11-24T12:00:00Z', 'the last good one');
+  assert.equal(
+    failedLater.conditions?.find((x) => x.type === 'Ready')?.status,
+    'True',
+    'serving is not backing up',
+  );
+
+  const noArchive = withBackups([backup('a', 'Succeeded', '2026-11-24T12:00:00Z')], {
+    ok: false,
+    message: 'Cannot archive WAL into b/x: the store answered HTTP 403 (Forbidden)',
+  });
+  assert.equal(c(noArchive)?.reason, 'ArchivingFailed');
+});

@@ -12,12 +12,13 @@ import {
   type Problem,
 } from '@regulon/runtime';
 import type { DatabaseObject } from './api.ts';
-import { formatLsn } from './postgres/instance.ts';
 import type { ReplicationView } from './replication/replication.ts';
 import { desiredStatefulSet, image } from './children.ts';
 import { InvalidParametersError } from './config.ts';
 import { childNames, selector } from './names.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
+import { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
+import { ownRepository } from './backup/pgbackrest.ts';
 
 export type DatabaseStatus = NonNullable<DatabaseObject['status']>;
 
@@ -30,13 +31,24 @@ export interface Observed {
   image?: string | undefined;
   /** What this reconcile saw of the instances; undefined when it stopped before looking. */
   replication?: ReplicationView | undefined;
+  /**
+   * The DatabaseBackups of this Database (spec.backup.objectStore); undefined
+   * when the manager does not run the DatabaseBackup controller.
+   */
+  backups?: DatabaseBackupObject[] | undefined;
+  /** Whether WAL archiving into the object store is set up (the stanza exists); undefined while unknown. */
+  archiving?: { ok: boolean; message: string } | undefined;
 }
+
+/** DatabaseBackups filed under the Database they back up (the Database controller's index). */
+export const BACKUPS_BY_DATABASE = 'database.backups.spec.database';
 
 /** What the status is computed from, as the controller's cache shows it (the problem comes from the reconcile). */
 export function observedFrom(
   db: Live<DatabaseObject>,
   ctx: Context,
   catalog: ImageCatalog,
+  backupsWatched = false,
 ): Omit<Observed, 'problem'> {
   const names = childNames(db);
   const sts = ctx.get(Kinds.StatefulSet, names.statefulSet);
@@ -48,6 +60,14 @@ export function observedFrom(
     }),
     credentialsSecret: names.credentials,
     image: image(db, catalog),
+    ...(backupsWatched
+      ? {
+          backups: ctx.list(DatabaseBackup, {
+            namespace: db.metadata.namespace,
+            index: { name: BACKUPS_BY_DATABASE, value: db.metadata.name },
+          }),
+        }
+      : {}),
   };
 }
 
@@ -128,6 +148,9 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
       `${sts.status?.updatedReplicas ?? 0}/${db.spec.replicas} replicas updated`,
     );
 
+  const store = ownRepository(db);
+  const fromBackups = store ? backupCondition(db, o) : undefined;
+  if (fromBackups) set('BackupSucceeded', fromBackups.status, fromBackups.reason, fromBackups.message);
   const backupEnabled = db.spec.backup?.enabled ?? true;
   const finished = o.backupJobs
     .filter(
@@ -138,7 +161,9 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
     .sort((a, b) => finishTime(b) - finishTime(a));
   const lastSucceeded = finished.find((j) => (j.status?.succeeded ?? 0) > 0);
   const latest = finished[0];
-  if (!backupEnabled) set('BackupSucceeded', 'Unknown', 'BackupsDisabled', 'Backups are disabled');
+  if (fromBackups) {
+    // Set above, from the DatabaseBackups: a Job's exit says nothing about an object store.
+  } else if (!backupEnabled) set('BackupSucceeded', 'Unknown', 'BackupsDisabled', 'Backups are disabled');
   else if (!latest)
     set(
       'BackupSucceeded',
@@ -159,7 +184,7 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
   const instances = r ? instancesOf(db, r) : prev.instances;
   const systemIdentifier = (r && primary && systemIdOf(r, primary)) || prev.systemIdentifier;
   const port = ENGINE_DEFAULTS[db.spec.engine].port;
-  const lastBackup = lastSucceeded?.status?.completionTime;
+  const lastBackup = fromBackups ? fromBackups.lastBackup : lastSucceeded?.status?.completionTime;
   return {
     observedGeneration: gen,
     conditions: c,
@@ -183,6 +208,60 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
   };
 }
 
+/**
+ * BackupSucceeded of a Database with an object store: WAL archiving must be
+ * set up, and then the latest finished DatabaseBackup says. lastBackup is the
+ * newest succeeded one's end.
+ */
+function backupCondition(
+  db: DatabaseObject,
+  o: Observed,
+): { status: 'True' | 'False' | 'Unknown'; reason: string; message: string; lastBackup?: string } {
+  const finished = (o.backups ?? [])
+    .filter((b) => b.spec.database === db.metadata.name)
+    .filter((b) => b.status?.phase === 'Succeeded' || b.status?.phase === 'Failed')
+    .sort((a, b) => backupTime(b) - backupTime(a));
+  const lastSucceeded = finished.find((b) => b.status?.phase === 'Succeeded');
+  const lastBackup = lastSucceeded?.status?.stoppedAt;
+  const at = lastBackup ? { lastBackup } : {};
+  if (o.archiving && !o.archiving.ok)
+    return { status: 'False', reason: 'ArchivingFailed', message: o.archiving.message, ...at };
+  if (o.backups === undefined)
+    return {
+      status: 'Unknown',
+      reason: 'BackupControllerDisabled',
+      message: 'This manager does not run the DatabaseBackup controller: no backup can be taken',
+      ...at,
+    };
+  const latest = finished[0];
+  if (!latest)
+    return {
+      status: 'Unknown',
+      reason: 'NoBackupYet',
+      message: `No DatabaseBackup of this Database has finished yet${db.spec.backup?.enabled === false ? '' : ` (scheduled: ${db.spec.backup?.schedule ?? '0 3 * * *'})`}`,
+    };
+  const succeeded = latest.status?.conditions?.find((c) => c.type === 'Succeeded');
+  if (latest === lastSucceeded)
+    return {
+      status: 'True',
+      reason: 'BackupCompleted',
+      message: `DatabaseBackup ${latest.metadata.name} completed (${latest.status?.label ?? 'in the repository'})`,
+      ...at,
+    };
+  return {
+    status: 'False',
+    reason: 'BackupFailed',
+    message: `DatabaseBackup ${latest.metadata.name} failed: ${succeeded?.message ?? 'see its status'}`,
+    ...at,
+  };
+}
+
+/** When a DatabaseBackup finished (or started, or was made): the latest is the one that says. */
+function backupTime(b: DatabaseBackupObject): number {
+  const t = b.status?.stoppedAt ?? b.status?.startedAt ?? b.metadata.creationTimestamp;
+  return t ? new Date(t).getTime() : 0;
+}
+
 function finishTime(job: V1Job): number {
   const t =
     job.status?.completionTime ??
@@ -193,28 +272,30 @@ function finishTime(job: V1Job): number {
 type Instance = NonNullable<DatabaseStatus['instances']>[number];
 
 function systemIdOf(r: ReplicationView, pod: string): string | undefined {
-  const p = r.probes.get(pod);
-  return p?.reachable ? p.systemId : undefined;
+  const o = r.observations.get(pod);
+  return o?.reachable ? o.server.systemId : undefined;
 }
 
 /** Each instance's role and replication state, as the reconcile saw it. */
 function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
   const primary = r.plan.currentPrimary;
-  const primaryProbe = primary ? r.probes.get(primary) : undefined;
+  const atPrimary = primary ? r.observations.get(primary) : undefined;
+  const primaryServer = atPrimary?.reachable && atPrimary.server.writable ? atPrimary.server : undefined;
+  const lagField = r.lagUnit === 'bytes' ? 'lagBytes' : 'lagTransactions';
   return r.members.map((m): Instance => {
     const role = r.plan.roles.get(m.pod) ?? 'standby';
-    const p = r.probes.get(m.pod);
+    const o = r.observations.get(m.pod);
     const base = { name: m.pod, role };
     if (!m.uid) return { ...base, state: 'Missing' };
     if (!r.replicated) return { ...base, state: m.ready ? 'Primary' : 'Starting' };
-    if (!p?.reachable) return { ...base, state: 'Unreachable' };
-    const facts = { timeline: p.timeline, lsn: formatLsn(p.lsn) };
-    if (!p.inRecovery) return { ...base, ...facts, state: m.pod === primary ? 'Primary' : 'Writable' };
-    const lag =
-      primaryProbe?.reachable && !primaryProbe.inRecovery ? primaryProbe.lsn - p.replayLsn : undefined;
-    const lagBytes = lag === undefined ? {} : { lagBytes: Number(lag > 0n ? lag : 0n) };
-    const state = p.receiver !== 'streaming' ? 'NotStreaming' : role === 'replica' ? 'Streaming' : 'Lagging';
-    return { ...base, ...facts, ...lagBytes, state };
+    if (!o?.reachable) return { ...base, state: 'Unreachable' };
+    const s = o.server;
+    const facts = { timeline: s.timeline, lsn: o.position };
+    if (s.writable) return { ...base, ...facts, state: m.pod === primary ? 'Primary' : 'Writable' };
+    const lag = primaryServer ? primaryServer.lsn - s.replayLsn : undefined;
+    const lagFact = lag === undefined ? {} : { [lagField]: Number(lag > 0n ? lag : 0n) };
+    const state = !s.streaming ? 'NotStreaming' : role === 'replica' ? 'Streaming' : 'Lagging';
+    return { ...base, ...facts, ...lagFact, state };
   });
 }
 

@@ -8,14 +8,19 @@ import { ImageCatalog } from '@regulon/image-catalog';
 export const ENGINE_VERSIONS = {
   postgres: ['15.10', '15.12', '16.6', '16.8', '17.2', '17.4'],
   mysql: ['8.0.40', '8.0.41', '8.4.3', '8.4.4'],
+  mariadb: ['10.11.10', '10.11.11', '11.4.4', '11.4.5'],
 } as const;
 
 export type Engine = keyof typeof ENGINE_VERSIONS;
+
+/** Engines whose instances replicate (see replication/): mysql runs one instance, with no replication tested. */
+export const replicates = (engine: Engine): boolean => engine !== 'mysql';
 
 /** The catalog when the manager is given none: every version above, as its official image. */
 export const OFFICIAL_IMAGES = ImageCatalog.official({
   postgres: { repository: 'postgres', versions: ENGINE_VERSIONS.postgres },
   mysql: { repository: 'mysql', versions: ENGINE_VERSIONS.mysql },
+  mariadb: { repository: 'mariadb', versions: ENGINE_VERSIONS.mariadb },
 });
 
 export function majorOf(version: string): string {
@@ -31,7 +36,23 @@ export const ENGINE_DEFAULTS = {
     scheme: 'postgresql',
   },
   mysql: { image: 'mysql', port: 3306, user: 'root', dataDir: '/var/lib/mysql', scheme: 'mysql' },
+  mariadb: { image: 'mariadb', port: 3306, user: 'root', dataDir: '/var/lib/mysql', scheme: 'mysql' },
 } as const;
+
+const MYSQL_RESERVED = [
+  'port',
+  'bind-address',
+  'socket',
+  'datadir',
+  'user',
+  'pid-file',
+  // Authentication and the network are what the generated credentials and the Services rely on.
+  'skip-grant-tables',
+  'skip-networking',
+  // `!include` and `!includedir` need a `!` no name may have; the bare words are refused too.
+  'include',
+  'includedir',
+] as const;
 
 /**
  * Settings the operator owns: a user may not set them through spec.parameters.
@@ -69,23 +90,36 @@ export const RESERVED_PARAMETERS = {
     // Shell commands the server runs: whoever may edit a Database would run
     // commands beside its credentials without being allowed to read them.
     'archive_command',
+    // WAL archiving is the operator's (spec.backup.objectStore): off, a point in time could not be recovered.
+    'archive_mode',
+    'archive_timeout',
     'archive_cleanup_command',
     'restore_command',
     'recovery_end_command',
     'ssl_passphrase_command',
   ],
-  mysql: [
-    'port',
-    'bind-address',
-    'socket',
-    'datadir',
-    'user',
-    'pid-file',
-    // Authentication and the network are what the generated credentials and the Services rely on.
-    'skip-grant-tables',
-    'skip-networking',
-    // `!include` and `!includedir` need a `!` no name may have; the bare words are refused too.
-    'include',
-    'includedir',
+  mysql: MYSQL_RESERVED,
+  mariadb: [
+    // Everything mysql reserves, and what replication and its durability rest on (see mariadb/start-script.ts).
+    ...MYSQL_RESERVED,
+    'server-id',
+    'report-host',
+    'read-only',
+    'log-bin',
+    'log-bin-index',
+    'relay-log',
+    'relay-log-index',
+    'binlog-format',
+    'log-slave-updates',
+    'gtid-strict-mode',
+    'gtid-domain-id',
+    // An acknowledged commit is on disk: failover loses nothing a client was told is committed.
+    'sync-binlog',
+    'innodb-flush-log-at-trx-commit',
+    'relay-log-recovery',
+    'skip-slave-start',
+    'rpl-semi-sync-master-enabled',
+    'rpl-semi-sync-slave-enabled',
+    'rpl-semi-sync-master-timeout',
   ],
 } as const;

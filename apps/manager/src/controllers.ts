@@ -1,8 +1,18 @@
-import { CACHE_RBAC, setupCacheController } from '@regulon/cache-controller';
-import { DATABASE_RBAC, setupDatabaseController } from '@regulon/database-controller';
-import { MYAPP_RBAC, setupMyAppController } from '@regulon/myapp-controller';
+import { Cache, CACHE_RBAC, setupCacheController } from '@regulon/cache-controller';
+import {
+  Database,
+  DatabaseBackup,
+  DATABASE_BACKUP_RBAC,
+  DATABASE_RBAC,
+  setupDatabaseController,
+  setupDatabaseWebhooks,
+} from '@regulon/database-controller';
+import type { KubeConfigSource } from '@regulon/client';
+import { MyApp, MYAPP_RBAC, setupMyAppController, setupMyAppWebhooks } from '@regulon/myapp-controller';
 import type { ImageCatalog } from '@regulon/image-catalog';
-import type { Manager } from '@regulon/runtime';
+import type { Manager, WebhookServer } from '@regulon/runtime';
+import type { Kind } from '@regulon/crd';
+// regulon:scaffold:controller-imports
 
 /**
  * One RBAC rule (rbac.authorization.k8s.io/v1 PolicyRule): the structural
@@ -20,12 +30,16 @@ export interface ControllerSetupOptions {
   maxConcurrentReconciles: number;
   /** The images of engine versions; undefined: each controller's official images. */
   imageCatalog?: ImageCatalog | undefined;
+  /** The manager's own kubeconfig (--kubeconfig), for what goes beyond its client: exec into Pods. */
+  kubeConfig?: KubeConfigSource | undefined;
 }
 
 /** Every controller the manager can run, by the name its feature flags use. */
 export interface ControllerRegistration {
   name: string;
   description: string;
+  /** The kinds it serves: deploy/crds holds a CRD for each (`npm run generate`). */
+  kinds: ReadonlyArray<Pick<Kind, 'crdName' | 'crd' | 'kind' | 'apiVersion'>>;
   setup(mgr: Manager, options: ControllerSetupOptions): void;
   /**
    * What the controller does to the API, cluster-wide: the manager's
@@ -33,25 +47,34 @@ export interface ControllerRegistration {
    * Leader election's Lease is the manager's, not a controller's.
    */
   rbac: readonly PolicyRule[];
+  /** Its admission webhooks, registered on the manager's webhook server when one runs (--webhook-bind-address). */
+  webhooks?: (server: WebhookServer) => void;
 }
 
 export const CONTROLLERS: readonly ControllerRegistration[] = [
   {
     name: 'database',
-    description: 'Database: postgres/mysql StatefulSets',
-    setup: setupDatabaseController,
-    rbac: DATABASE_RBAC,
+    description: 'Database: postgres/mariadb/mysql StatefulSets, and their DatabaseBackups',
+    // DatabaseBackups (and backups to an object store) come with it: a Database's status follows them.
+    kinds: [Database, DatabaseBackup],
+    setup: (mgr, options) => setupDatabaseController(mgr, { ...options, backups: true }),
+    rbac: [...DATABASE_RBAC, ...DATABASE_BACKUP_RBAC],
+    webhooks: setupDatabaseWebhooks,
   },
   {
     name: 'cache',
     description: 'Cache: redis/memcached Deployments or StatefulSets',
+    kinds: [Cache],
     setup: setupCacheController,
     rbac: CACHE_RBAC,
   },
   {
     name: 'myapp',
     description: 'MyApp: an application with its own Database and Cache',
+    kinds: [MyApp],
     setup: setupMyAppController,
     rbac: MYAPP_RBAC,
+    webhooks: setupMyAppWebhooks,
   },
+  // regulon:scaffold:controllers (nx g @regulon/create:controller adds entries above this line)
 ];

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Cache, type CacheObject } from '@regulon/cache-controller';
 import { KubeClient, Kinds, apiVersionOf, type KubeObject, type ResourceType } from '@regulon/client';
-import { Database, type DatabaseObject } from '@regulon/database-controller';
+import { Database, DatabaseBackup, type DatabaseObject } from '@regulon/database-controller';
 import { MyApp, type MyAppObject } from '@regulon/myapp-controller';
 import { Manager, createLogger, type EventRecorder } from '@regulon/runtime';
 import { eventually, start, type TestEnv } from '@regulon/testenv';
@@ -136,7 +136,7 @@ before(async () => {
       ? { scale: { podsPerNode: Math.max(110, OBJECTS), componentQps: 2000, statefulSetWorkers: 50 } }
       : {},
   );
-  await env.installCRDs([Database.crd(), Cache.crd(), MyApp.crd()]);
+  await env.installCRDs([Database.crd(), DatabaseBackup.crd(), Cache.crd(), MyApp.crd()]);
   client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 500, burst: 500 });
   ns = await env.newNamespace('converged');
 });

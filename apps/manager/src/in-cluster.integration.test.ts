@@ -4,7 +4,12 @@
 // says what it sets), two replicas as Pods on the real node under the
 // restricted Pod Security profile, probes the kubelet calls and the memory
 // limit the kernel enforces. Its samples (a Database, a Cache, a MyApp) live
-// in a namespace whose Pods land on fake nodes.
+// in a namespace of their own, on the real node too: real postgres, redis and
+// app Pods, whose images the overlay's catalog names (the testenv's local
+// Debian-built images, through deploy/components/image-catalog, as an
+// air-gapped user points the manager at their registry). The Database runs
+// three instances, so the manager in its Pod drives replication and failover
+// over the Pod network.
 //
 // The overlay here also sets REGULON_DEBUG_BLOCK_ON_SIGNAL=1 (src/debug.ts),
 // so the liveness test can hang a manager's event loop with SIGUSR2.
@@ -15,7 +20,6 @@
 //
 //   npx regulon-testenv exec -- npx node --test --test-timeout=1200000 apps/manager/src/in-cluster.integration.test.ts
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { eventually, start, type TestEnv } from '@regulon/testenv';
 import { BLOCK_ON_SIGNAL_ENV } from './debug.ts';
@@ -25,8 +29,8 @@ import {
   isReady,
   metric,
   ready,
-  root,
   say,
+  type Pod,
   type Converged,
 } from './testing/installation.ts';
 import { recordRoll } from './testing/roll.ts';
@@ -41,15 +45,22 @@ const SAMPLES = [
   ['myapps', 'shop', 'myapp.yaml'],
 ] as const;
 
+/** The sample Database's instances here: a primary and two streaming replicas. */
+const INSTANCES = 3;
+
 const sample = (resource: string, name: string) =>
   inst.get<Converged>(`/apis/regulon.dev/v1alpha1/namespaces/${inst.workload}/${resource}/${name}`);
 
 before(async () => {
   env = await start({ realNodes: 1 });
-  inst = new Installation(env, { name: 'ic', env: [{ name: BLOCK_ON_SIGNAL_ENV, value: '1' }] });
+  inst = new Installation(env, {
+    name: 'ic',
+    engines: 'real',
+    env: [{ name: BLOCK_ON_SIGNAL_ENV, value: '1' }],
+  });
   await inst.apply();
-  for (const [, , file] of SAMPLES)
-    await inst.kubectl.ok('apply', '-n', inst.workload, '-f', join(root, 'deploy', 'samples', file));
+  for (const [resource, , file] of SAMPLES)
+    await inst.applySample(file, resource === 'databases' ? { replicas: INSTANCES } : {});
 });
 
 after(async () => {
@@ -81,6 +92,78 @@ test('deploy/ applied with the image from the Dockerfile: both replicas Ready th
     );
   assert.ok((await metric(leader, 'controller_runtime_reconcile_total', { controller: 'database' })) > 0);
   assert.equal(await metric(standby, 'controller_runtime_reconcile_total'), 0);
+  // Real engines, from the overlay's catalog: the Database's replicas stream from its primary.
+  const db = await orders();
+  assert.equal(db.status?.readyReplicas, INSTANCES);
+  assert.deepEqual(
+    db.status?.instances?.map((i) => i.state).sort(),
+    ['Primary', 'Streaming', 'Streaming'],
+    JSON.stringify(db.status?.instances),
+  );
+  const pods = await inst.api.request<{ items: Pod[] }>({
+    method: 'GET',
+    path: `/api/v1/namespaces/${inst.workload}/pods`,
+  });
+  const images = new Set(pods.items.flatMap((p) => p.spec.containers.map((c) => c.image)));
+  for (const engine of ['postgres', 'redis'])
+    assert.ok(images.has(inst.catalog[engine]![0]!.image), `a Pod runs the catalog's ${engine} image`);
+  for (const p of pods.items)
+    assert.equal(p.spec.nodeName, 'real-node-0', `${p.metadata.name} on the real node`);
+});
+
+test('the replicated Database: its primary Pod deleted, the manager in its Pod promotes a replica over the Pod network', async () => {
+  const before = await eventually(
+    'orders Ready with every instance serving',
+    async () => {
+      const db = await orders();
+      return isReady(db) && db.status?.readyReplicas === INSTANCES && db.status.currentPrimary ? db : false;
+    },
+    180_000,
+    500,
+  );
+  const primary = before.status!.currentPrimary!;
+  const t0 = Date.now();
+  await inst.kubectl.ok('delete', 'pod', '-n', inst.workload, primary, '--wait=false');
+  const promoted = await eventually(
+    'another instance primary',
+    async () => {
+      const db = await orders();
+      const now = db.status?.currentPrimary;
+      return now && now !== primary ? now : false;
+    },
+    120_000,
+    200,
+  );
+  const promotedMs = Date.now() - t0;
+  const healed = await eventually(
+    'orders Ready again, the old primary streaming from the new one',
+    async () => {
+      const db = await orders();
+      const states = db.status?.instances?.map((i) => `${i.name}=${i.state}`).sort() ?? [];
+      return isReady(db) &&
+        db.status?.currentPrimary === promoted &&
+        db.status.instances?.filter((i) => i.state === 'Streaming').length === INSTANCES - 1
+        ? states
+        : false;
+    },
+    180_000,
+    500,
+  );
+  const events = await inst.kubectl.json<{ items: Array<{ reason: string; message: string }> }>(
+    'get',
+    'events',
+    '-n',
+    inst.workload,
+    '--field-selector',
+    `involvedObject.kind=Database,involvedObject.name=orders,reason=Promoted`,
+  );
+  assert.ok(
+    events.items.some((e) => e.message.includes(promoted)),
+    `a Promoted Event names ${promoted}: ${JSON.stringify(events.items)}`,
+  );
+  say(
+    `replicated Database failover in the cluster: ${primary} deleted, ${promoted} primary after ${promotedMs} ms, all ${INSTANCES} serving after ${Date.now() - t0} ms (${healed.join(' ')})`,
+  );
 });
 
 test('kubectl delete pod <leader>: another replica leads; deletion to its first reconcile', async () => {
@@ -239,6 +322,18 @@ test('liveness: a manager whose event loop is blocked is restarted by the kubele
   await inst.twoReadyOneLeader();
 });
 
+/** The sample Database, with its replication status. */
+const orders = () =>
+  inst.get<
+    Converged & {
+      status?: {
+        readyReplicas?: number;
+        currentPrimary?: string;
+        instances?: Array<{ name: string; state: string }>;
+      };
+    }
+  >(`/apis/regulon.dev/v1alpha1/namespaces/${inst.workload}/databases/orders`);
+
 /** The Database the rolling update changes. */
 const ROLLED = 'rolled';
 const rolled = () =>
@@ -247,8 +342,8 @@ const rolled = () =>
   );
 /**
  * The rolled Database, in its `variant`th form: a parameter changes (a configuration roll of
- * its StatefulSet). One instance: on the simulated Pods of this namespace a replicated Database
- * is, rightly, never Ready (no server answers over SQL).
+ * its StatefulSet). One instance, to keep the real node's load down: the replicated sample
+ * stays Ready through the roll beside it.
  */
 async function applyRolled(variant: number): Promise<void> {
   const r = await inst.kubectl.runWithInput(
@@ -258,7 +353,7 @@ async function applyRolled(variant: number): Promise<void> {
       metadata: { name: ROLLED, namespace: inst.workload },
       spec: {
         engine: 'postgres',
-        version: '16.8',
+        version: inst.catalog['postgres']![0]!.version,
         replicas: 1,
         storage: { size: '1Gi' },
         backup: { enabled: false },

@@ -1,116 +1,55 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { controllerOptions, defineOptions } from './config/index.ts';
+import { controllerOptions, defineOptions, managerOptions } from '@regulon/options';
 import { CONTROLLERS } from './controllers.ts';
 
-const NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
-
-/** In a cluster the manager leads by election by default; on a laptop it runs alone. */
-export const inCluster = (env: NodeJS.ProcessEnv = process.env) => Boolean(env['KUBERNETES_SERVICE_HOST']);
-
-export function ownNamespace(env: NodeJS.ProcessEnv = process.env): string {
-  return (
-    env['POD_NAMESPACE'] ??
-    (existsSync(NAMESPACE_FILE) ? readFileSync(NAMESPACE_FILE, 'utf8').trim() : 'default')
-  );
-}
+// The log level last, after the manager's own options, as --help has always listed it.
+const { logLevel, ...standard } = managerOptions({ leaderElectionId: 'regulon-manager' });
 
 export const OPTIONS = defineOptions({
-  kubeconfig: {
-    flag: 'kubeconfig',
-    env: 'KUBECONFIG',
+  ...standard,
+  webhookBindAddress: {
+    flag: 'webhook-bind-address',
+    env: 'REGULON_WEBHOOK_BIND_ADDRESS',
     type: 'string',
-    description: 'kubeconfig file; default: in-cluster, or ~/.kube/config',
+    default: '0',
+    description:
+      'Address of the admission webhooks (HTTPS; :9443 is the usual port); 0 serves none. deploy/webhook turns them on',
   },
-  namespace: {
-    flag: 'namespace',
-    env: 'REGULON_NAMESPACE',
+  webhookCertDir: {
+    flag: 'webhook-cert-dir',
+    env: 'REGULON_WEBHOOK_CERT_DIR',
     type: 'string',
-    description: 'Watch only this namespace (default: all namespaces)',
+    description:
+      'Directory of a mounted serving certificate (tls.crt, tls.key; cert-manager style), reloaded when it changes. Default: the manager makes and rotates its own, kept in the Secret --webhook-secret-name',
   },
-  kubeApiQps: {
-    flag: 'kube-api-qps',
-    env: 'REGULON_KUBE_API_QPS',
-    type: 'number',
-    default: 50,
-    description: 'Sustained API requests per second of the shared client; 0 or less: unlimited',
-  },
-  kubeApiBurst: {
-    flag: 'kube-api-burst',
-    env: 'REGULON_KUBE_API_BURST',
-    type: 'integer',
-    default: 100,
-    min: 1,
-    description: 'API requests the shared client may send at once above that rate',
-  },
-  metricsBindAddress: {
-    flag: 'metrics-bind-address',
-    env: 'REGULON_METRICS_BIND_ADDRESS',
+  webhookSecretName: {
+    flag: 'webhook-secret-name',
+    env: 'REGULON_WEBHOOK_SECRET_NAME',
     type: 'string',
-    default: ':8080',
-    description: 'Address of the Prometheus /metrics endpoint; 0 disables it',
+    default: 'regulon-webhook-certs',
+    description: "Secret in the manager's namespace holding the CA and serving certificate the manager makes",
   },
-  healthProbeBindAddress: {
-    flag: 'health-probe-bind-address',
-    env: 'REGULON_HEALTH_PROBE_BIND_ADDRESS',
+  webhookServiceName: {
+    flag: 'webhook-service-name',
+    env: 'REGULON_WEBHOOK_SERVICE_NAME',
     type: 'string',
-    default: ':8081',
-    description: 'Address of /healthz and /readyz; 0 disables them',
+    default: 'regulon-webhook',
+    description:
+      'Service the API server calls the webhooks through: its DNS names go in the certificate (outside a cluster, 127.0.0.1 too)',
   },
-  leaderElect: {
-    flag: 'leader-elect',
-    env: 'REGULON_LEADER_ELECT',
-    type: 'enum',
-    values: ['auto', 'true', 'false'],
-    default: 'auto',
-    description: 'Leader election over a Lease; auto = on when running in a cluster',
-  },
-  leaderElectionNamespace: {
-    flag: 'leader-election-namespace',
-    env: 'REGULON_LEADER_ELECTION_NAMESPACE',
+  webhookUrl: {
+    flag: 'webhook-url',
+    env: 'REGULON_WEBHOOK_URL',
     type: 'string',
-    description: "Namespace of the Lease (default: the manager's own namespace)",
+    description:
+      'Outside a cluster: the base URL the API server calls the webhooks at (https://127.0.0.1:9443); the manager then applies the webhook configurations itself, naming it',
   },
-  leaderElectionId: {
-    flag: 'leader-election-id',
-    env: 'REGULON_LEADER_ELECTION_ID',
+  webhookConfigurationPrefix: {
+    flag: 'webhook-configuration-prefix',
+    env: 'REGULON_WEBHOOK_CONFIGURATION_PREFIX',
     type: 'string',
-    default: 'regulon-manager',
-    description: 'Name of the Lease',
-  },
-  leaseDuration: {
-    flag: 'lease-duration',
-    env: 'REGULON_LEASE_DURATION',
-    type: 'duration',
-    default: '15s',
-    description: 'How long a Lease is valid without renewal',
-  },
-  renewDeadline: {
-    flag: 'renew-deadline',
-    env: 'REGULON_RENEW_DEADLINE',
-    type: 'duration',
-    default: '10s',
-    description: 'How long the leader retries renewing before it gives up leadership',
-  },
-  retryPeriod: {
-    flag: 'retry-period',
-    env: 'REGULON_RETRY_PERIOD',
-    type: 'duration',
-    default: '2s',
-    description: 'How often candidates try to acquire or renew',
-  },
-  cacheSyncTimeout: {
-    flag: 'cache-sync-timeout',
-    env: 'REGULON_CACHE_SYNC_TIMEOUT',
-    type: 'duration',
-    default: '2m',
-    description: 'How long to wait for caches to sync before giving up',
-  },
-  gracefulShutdownTimeout: {
-    flag: 'graceful-shutdown-timeout',
-    env: 'REGULON_GRACEFUL_SHUTDOWN_TIMEOUT',
-    type: 'duration',
-    default: '30s',
-    description: 'How long in-flight reconciles may run after SIGTERM',
+    default: 'regulon',
+    description:
+      'The manager injects its CA into the webhook configurations <prefix>-validating and <prefix>-mutating',
   },
   imageCatalog: {
     flag: 'image-catalog',
@@ -119,13 +58,6 @@ export const OPTIONS = defineOptions({
     description:
       "Image catalog file: which image runs which engine version (default: each engine's official images; see @regulon/image-catalog)",
   },
-  logLevel: {
-    flag: 'log-level',
-    env: 'LOG_LEVEL',
-    type: 'enum',
-    values: ['trace', 'debug', 'info', 'warn', 'error', 'fatal'],
-    default: 'info',
-    description: 'Log level',
-  },
+  logLevel,
   ...controllerOptions(CONTROLLERS.map((c) => c.name)),
 });

@@ -1,31 +1,69 @@
 import { ImageCatalog } from '@regulon/image-catalog';
-import { KubeClient } from '@regulon/client';
+import { KubeClient, loadKubeConfig } from '@regulon/client';
 import {
+  applyWebhookConfigurations,
+  FileCertificates,
   LeadershipLostError,
   ListenError,
+  ManagedCertificates,
   Manager,
+  WebhookListenError,
+  WebhookServer,
+  configurationNames,
   createLogger,
   logUnhandledRejections,
   setupTracing,
   stopOnSignals,
 } from '@regulon/runtime';
 import { Registry } from 'prom-client';
-import { controllerOptionKeys, runCli } from './config/index.ts';
+import {
+  enabledControllers,
+  inCluster,
+  managerSettings,
+  ownNamespace,
+  runCli,
+  type ConfigOf,
+} from '@regulon/options';
 import { CONTROLLERS } from './controllers.ts';
 import { blockOnSignalForDebug } from './debug.ts';
-import { OPTIONS, inCluster, ownNamespace } from './options.ts';
+import { OPTIONS } from './options.ts';
 
-/** The controllers `config` switches on, each with its concurrency; found by the one name-to-key conversion. */
-export function enabledControllers<C extends { name: string }>(
-  config: Readonly<Record<string, unknown>>,
-  controllers: readonly C[],
-): Array<{ controller: C; concurrency: number }> {
-  return controllers.flatMap((controller) => {
-    const keys = controllerOptionKeys(controller.name);
-    return config[keys.enabled] === true
-      ? [{ controller, concurrency: Number(config[keys.concurrency]) }]
-      : [];
-  });
+/**
+ * The admission webhook server: a mounted certificate when --webhook-cert-dir
+ * names one, otherwise certificates the manager makes, keeps in a Secret of
+ * its namespace and injects the CA of into the webhook configurations.
+ */
+function webhookServer(
+  mgr: Manager,
+  config: ConfigOf<typeof OPTIONS>,
+  env: NodeJS.ProcessEnv,
+  client: KubeClient,
+): WebhookServer {
+  const log = mgr.logger.child({ component: 'webhook-certificates' });
+  const namespace = ownNamespace(env);
+  const service = config.webhookServiceName;
+  const names = configurationNames(config.webhookConfigurationPrefix);
+  const certificates = config.webhookCertDir
+    ? new FileCertificates({ certDir: config.webhookCertDir, logger: log })
+    : new ManagedCertificates({
+        client,
+        namespace,
+        secretName: config.webhookSecretName,
+        names: {
+          dnsNames: [
+            service,
+            `${service}.${namespace}`,
+            `${service}.${namespace}.svc`,
+            `${service}.${namespace}.svc.cluster.local`,
+          ],
+          // On the host the API server dials the manager by URL, at 127.0.0.1.
+          ipAddresses: inCluster(env) ? [] : ['127.0.0.1'],
+        },
+        validatingConfiguration: names.validating,
+        mutatingConfiguration: names.mutating,
+        logger: log,
+      });
+  return new WebhookServer(mgr, { bindAddress: config.webhookBindAddress, certificates });
 }
 
 /** Parses the configuration (exit 2 on bad input or an address it cannot listen on), wires every enabled controller and runs until stopped. Returns the exit code. */
@@ -51,40 +89,42 @@ export async function run(
   const logger = createLogger({ level: config.logLevel, name: 'regulon-manager' });
   const stopTracing = await setupTracing('regulon-manager', env);
   const registry = new Registry();
-  const client = KubeClient.load({
-    registry,
-    qps: config.kubeApiQps > 0 ? config.kubeApiQps : Infinity,
-    burst: config.kubeApiBurst,
-    ...(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {}),
-  });
-  const leaderElect = config.leaderElect === 'auto' ? inCluster(env) : config.leaderElect === 'true';
-  const mgr = new Manager({
-    client,
-    registry,
-    logger,
-    metricsBindAddress: config.metricsBindAddress,
-    healthBindAddress: config.healthProbeBindAddress,
-    cacheSyncTimeoutMs: config.cacheSyncTimeout,
-    gracefulShutdownTimeoutMs: config.gracefulShutdownTimeout,
-    ...(config.namespace ? { namespace: config.namespace } : {}),
-    leaderElection: {
-      enabled: leaderElect,
-      namespace: config.leaderElectionNamespace ?? ownNamespace(env),
-      name: config.leaderElectionId,
-      leaseDurationMs: config.leaseDuration,
-      renewDeadlineMs: config.renewDeadline,
-      retryPeriodMs: config.retryPeriod,
-    },
-  });
+  const { kubeconfigPath, qps, burst, ...settings } = managerSettings(config, env);
+  // One kubeconfig for the client and for what goes around it (exec into Pods).
+  const kubeConfig = loadKubeConfig(kubeconfigPath ? { kubeconfigPath } : {});
+  const client = KubeClient.load({ registry, qps, burst, kubeConfig });
+  const mgr = new Manager({ client, registry, logger, ...settings });
   const on: string[] = [];
-  for (const { controller, concurrency } of enabledControllers(config, CONTROLLERS)) {
-    controller.setup(mgr, { maxConcurrentReconciles: concurrency, imageCatalog });
+  const enabled = enabledControllers(config, CONTROLLERS);
+  for (const { controller, concurrency } of enabled) {
+    controller.setup(mgr, { maxConcurrentReconciles: concurrency, imageCatalog, kubeConfig });
     on.push(controller.name);
+  }
+  const webhooks =
+    config.webhookBindAddress !== '0' && config.webhookBindAddress !== ''
+      ? webhookServer(mgr, config, env, client)
+      : undefined;
+  if (webhooks) for (const { controller } of enabled) controller.webhooks?.(webhooks);
+  if (webhooks && config.webhookUrl) {
+    // The host case: no deploy/ manifest knows this URL, so the manager registers it.
+    try {
+      await applyWebhookConfigurations(client, webhooks.definitions(), {
+        names: configurationNames(config.webhookConfigurationPrefix),
+        clientConfig: { url: config.webhookUrl },
+        ...(config.namespace ? { namespaces: [config.namespace] } : {}),
+        fieldManager: 'regulon-manager',
+      });
+    } catch (err) {
+      logger.error({ err }, 'could not apply the webhook configurations');
+      client.close();
+      await stopTracing();
+      return 1;
+    }
   }
   logger.info(
     {
       controllers: on,
-      leaderElection: leaderElect,
+      leaderElection: settings.leaderElection.enabled,
       server: client.server,
       imageCatalog: imageCatalog?.source ?? 'the official images',
     },
@@ -95,6 +135,13 @@ export async function run(
   const undebug = blockOnSignalForDebug(env, (message) => logger.warn(message));
   try {
     await mgr.start();
+    if (webhooks?.failure) {
+      // Like a busy metrics port: a configuration problem, one line, exit 2.
+      const flag =
+        webhooks.failure instanceof WebhookListenError ? ` (--${OPTIONS.webhookBindAddress.flag})` : '';
+      stderr.write(`${webhooks.failure.message}${flag}\n`);
+      return 2;
+    }
     return 0;
   } catch (err) {
     if (err instanceof ListenError) {

@@ -10,7 +10,7 @@ import {
   Phase,
 } from '@regulon/crd';
 import { DatabaseSpec, GROUP } from '@regulon/database-controller';
-import { MAX_NAME_LENGTH } from './children.ts';
+import { DEFAULT_READINESS_PATH, MAX_NAME_LENGTH } from './children.ts';
 
 /**
  * The child templates are the Database and Cache specs themselves, rules and
@@ -26,6 +26,17 @@ export const MyAppSpec = Type.Object({
     default: 8080,
     description: 'Port the application listens on.',
   }),
+  readinessPath: Type.Optional(
+    Type.String({
+      default: DEFAULT_READINESS_PATH,
+      pattern: '^/[!-~]*$',
+      maxLength: 256,
+      description:
+        'HTTP path on the application port of its readiness probe (default /readyz). The application ' +
+        'should answer 200 there only when it can use its database and cache with the injected ' +
+        'DATABASE_* and CACHE_* settings: a Pod that cannot is not Ready, and neither is the MyApp.',
+    }),
+  ),
   env: Type.Optional(EnvVars()),
   database: Type.Optional(DatabaseSpec),
   cache: Type.Optional(CacheSpec),

@@ -12,6 +12,7 @@ export { MyApp, MyAppSpec, MyAppStatus, type MyAppObject } from './api.ts';
 export { FIELD_MANAGER, reconcileMyApp } from './reconciler.ts';
 export { childNames, MAX_NAME_LENGTH } from './children.ts';
 export { MYAPP_RBAC } from './rbac.ts';
+export { setupMyAppWebhooks } from './webhook.ts';
 
 export const CONTROLLER_NAME = 'myapp';
 

@@ -13,9 +13,8 @@ import {
   type ResourceType,
 } from '@regulon/client';
 import { Database, setupDatabaseController, type DatabaseObject } from '@regulon/database-controller';
-import { Manager, createLogger } from '@regulon/runtime';
+import { type Manager, testManager } from '@regulon/runtime';
 import { eventually, kstatus, start, type TestEnv } from '@regulon/testenv';
-import { Registry } from 'prom-client';
 import { MyApp, type MyAppObject } from './api.ts';
 import { setupMyAppController } from './index.ts';
 
@@ -37,15 +36,7 @@ describe('MyApp composite controller', () => {
     await env.installCRDs([Database.crd(), Cache.crd(), MyApp.crd()]);
     client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 200, burst: 200 });
     ns = await env.newNamespace('myapp');
-    const registry = new Registry();
-    mgr = new Manager({
-      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
-      registry,
-      logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'warn' }),
-      metricsBindAddress: '0',
-      healthBindAddress: '0',
-      namespace: ns,
-    });
+    mgr = testManager(env.kubeConfig, { namespace: ns });
     setupDatabaseController(mgr);
     setupCacheController(mgr);
     setupMyAppController(mgr);
@@ -257,15 +248,7 @@ describe('MyApp composite controller', () => {
       namespaced: true,
     };
     const qns = await env.newNamespace('myapp-quota');
-    const registry = new Registry();
-    const m = new Manager({
-      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
-      registry,
-      logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'warn' }),
-      metricsBindAddress: '0',
-      healthBindAddress: '0',
-      namespace: qns,
-    });
+    const m = testManager(env.kubeConfig, { namespace: qns });
     setupDatabaseController(m);
     setupCacheController(m);
     setupMyAppController(m);
@@ -301,7 +284,7 @@ describe('MyApp composite controller', () => {
       );
       // The controller retries a rejection with backoff (requeue), it is not a success that waits forever.
       const requeues = async () =>
-        (await registry.getSingleMetric('controller_runtime_reconcile_total')!.get()).values
+        (await m.registry.getSingleMetric('controller_runtime_reconcile_total')!.get()).values
           .filter((v) => v.labels['controller'] === 'myapp' && v.labels['result'] === 'requeue')
           .reduce((n, v) => n + v.value, 0);
       await eventually('retried', async () => (await requeues()) >= 2);

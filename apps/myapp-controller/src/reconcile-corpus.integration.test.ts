@@ -10,9 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { Cache, setupCacheController } from '@regulon/cache-controller';
 import { KubeClient, Kinds, isNotFound, type KubeObject, type ResourceType } from '@regulon/client';
 import { Database, setupDatabaseController } from '@regulon/database-controller';
-import { Manager, createLogger, type Condition } from '@regulon/runtime';
+import { createLogger, type Condition, testManager } from '@regulon/runtime';
 import { eventually, kstatus, start, type TestEnv } from '@regulon/testenv';
-import { Registry } from 'prom-client';
 import { MyApp } from './api.ts';
 import { setupMyAppController } from './index.ts';
 import {
@@ -84,14 +83,9 @@ describe('reconcile-time corpus: accepted, reported, no loop, healed by the fix'
 
   async function runCase(c: ReconcileCase): Promise<void> {
     const namespace = await env.newNamespace(`rc-${c.kind}`);
-    const registry = new Registry();
-    const mgr = new Manager({
-      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
-      registry,
-      logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'silent' }),
-      metricsBindAddress: '0',
-      healthBindAddress: '0',
+    const mgr = testManager(env.kubeConfig, {
       namespace,
+      logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'silent' }),
     });
     setupDatabaseController(mgr);
     setupCacheController(mgr);
@@ -102,7 +96,7 @@ describe('reconcile-time corpus: accepted, reported, no loop, healed by the fix'
     const objects = () => client.resource<Subject>(type);
     const get = () => objects().get(a.name, { namespace });
     const reconciles = async (results?: string[]) =>
-      (await registry.getSingleMetric('controller_runtime_reconcile_total')!.get()).values
+      (await mgr.registry.getSingleMetric('controller_runtime_reconcile_total')!.get()).values
         .filter(
           (v) =>
             v.labels['controller'] === CONTROLLERS[c.kind] &&

@@ -139,3 +139,19 @@ test('without a binding Secret the Deployment waits for it, and the status says 
     /Database shop-db \(WaitingForStatus\), Deployment shop \(WaitingForBindings\)/,
   );
 });
+
+test('a replica whose readiness probe fails keeps the MyApp not Ready, and the message names the probe', () => {
+  const settled = settledDeployment(binding);
+  // A rolled template whose new Pod runs but does not pass its probe; the old one still serves.
+  const rolling: V1Deployment = {
+    ...settled,
+    status: { ...settled.status, replicas: 3, updatedReplicas: 1, readyReplicas: 2, availableReplicas: 2 },
+  };
+  const s = computeStatus(app, observed({ deployment: rolling }), undefined);
+  assert.equal(cond(s, 'DeploymentAvailable')?.reason, 'RollingOut');
+  assert.equal(
+    cond(s, 'DeploymentAvailable')?.message,
+    '2/2 replicas available; 1 not ready (readiness probe GET /readyz on port 8080)',
+  );
+  assert.equal(cond(s, 'Ready')?.status, 'False');
+});

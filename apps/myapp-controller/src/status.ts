@@ -9,7 +9,7 @@ import {
   type Problem,
 } from '@regulon/runtime';
 import type { MyAppObject } from './api.ts';
-import { childNames, desiredDeployment, serviceSpec } from './children.ts';
+import { childNames, DEFAULT_READINESS_PATH, desiredDeployment, serviceSpec } from './children.ts';
 import { deploymentBindings, type ChildView, type Observed } from './observe.ts';
 
 export type MyAppStatus = NonNullable<MyAppObject['status']>;
@@ -99,11 +99,19 @@ function deploymentComponent(app: MyAppObject, o: Observed, problem: Problem | u
   const bindings = deploymentBindings(o);
   if (live && bindings) {
     const ready = rolledOut(live, desiredDeployment(app, bindings));
+    const available = `${live.status?.availableReplicas ?? 0}/${app.spec.replicas} replicas available`;
+    // A replica that runs but is not ready is one whose application cannot use its
+    // dependencies (or has not yet said so): name the probe, where the answer is.
+    const unready = (live.status?.replicas ?? 0) - (live.status?.readyReplicas ?? 0);
+    const path = app.spec.readinessPath ?? DEFAULT_READINESS_PATH;
     return {
       ...base,
       ready,
       reason: ready ? 'Available' : 'RollingOut',
-      message: `${live.status?.availableReplicas ?? 0}/${app.spec.replicas} replicas available`,
+      message:
+        ready || unready <= 0
+          ? available
+          : `${available}; ${unready} not ready (readiness probe GET ${path} on port ${app.spec.port})`,
     };
   }
   // Held back, or not there: say why, never that it is being created when it is not.

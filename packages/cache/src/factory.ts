@@ -6,18 +6,18 @@ import type { BackoffOptions, ReflectorHealth, Transform } from './reflector.ts'
 import type { IndexFunc } from './store.ts';
 
 export interface InformerRequest<T> extends Scope {
-  indexers?: Record<string, IndexFunc<T>>;
+  indexers?: Record<string, IndexFunc<T>> | undefined;
   /** Only the first request for an informer sets its transform. */
-  transform?: Transform<T> | null;
+  transform?: Transform<T> | null | undefined;
 }
 
 export interface FactoryOptions {
-  logger?: Logger;
-  backoff?: BackoffOptions;
-  inactivityTimeoutMs?: number;
-  streamingList?: boolean;
+  logger?: Logger | undefined;
+  backoff?: BackoffOptions | undefined;
+  inactivityTimeoutMs?: number | undefined;
+  streamingList?: boolean | undefined;
   /** Server-side watch timeouts are drawn from [min, 2*min) seconds (default 300). */
-  minWatchTimeoutSeconds?: number;
+  minWatchTimeoutSeconds?: number | undefined;
 }
 
 export interface InformerStatus {

@@ -33,14 +33,14 @@ export function stripManagedFields<T extends KubeObject>(obj: T): T {
 export interface InformerOptions<T extends KubeObject> {
   name: string;
   listerWatcher: ListerWatcher<T>;
-  indexers?: Record<string, IndexFunc<T>>;
+  indexers?: Record<string, IndexFunc<T>> | undefined;
   /** Applied to every object before it is stored; default strips managedFields. `null` keeps objects whole. */
-  transform?: Transform<T> | null;
-  logger?: Logger;
-  backoff?: BackoffOptions;
-  inactivityTimeoutMs?: number;
-  streamingList?: boolean;
-  minWatchTimeoutSeconds?: number;
+  transform?: Transform<T> | null | undefined;
+  logger?: Logger | undefined;
+  backoff?: BackoffOptions | undefined;
+  inactivityTimeoutMs?: number | undefined;
+  streamingList?: boolean | undefined;
+  minWatchTimeoutSeconds?: number | undefined;
 }
 
 /**

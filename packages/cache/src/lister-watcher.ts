@@ -3,17 +3,17 @@ import type { KubeClient, KubeObject, ListResult, ResourceType, WatchEvent } fro
 /** Which objects of a kind an informer holds. */
 export interface Scope {
   /** Only this namespace; all namespaces when absent. */
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
   /** Hold PartialObjectMetadata instead of whole objects (less memory, and no Secret data). */
-  metadataOnly?: boolean;
+  metadataOnly?: boolean | undefined;
 }
 
 export interface WatchRequest {
-  resourceVersion?: string;
+  resourceVersion?: string | undefined;
   timeoutSeconds: number;
-  sendInitialEvents?: boolean;
+  sendInitialEvents?: boolean | undefined;
   signal: AbortSignal;
   /** Called once the server has accepted the watch, before any event. */
   onOpen?: () => void;

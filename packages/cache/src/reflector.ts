@@ -40,14 +40,14 @@ export interface ReflectorOptions<T extends KubeObject> {
   store: Store<T>;
   /** Called for every change, in order, after the store holds it. */
   onChange: (change: StoreChange<T>) => void;
-  transform?: Transform<T>;
-  logger?: Logger;
-  backoff?: BackoffOptions;
+  transform?: Transform<T> | undefined;
+  logger?: Logger | undefined;
+  backoff?: BackoffOptions | undefined;
   /** Override the stall detection (default: the watch timeout + STALL_GRACE_MS). */
-  inactivityTimeoutMs?: number;
+  inactivityTimeoutMs?: number | undefined;
   /** Use a streaming list (watch with sendInitialEvents) instead of paginated lists; falls back to lists if the server refuses. */
-  streamingList?: boolean;
-  minWatchTimeoutSeconds?: number;
+  streamingList?: boolean | undefined;
+  minWatchTimeoutSeconds?: number | undefined;
 }
 
 export interface ReflectorHealth {
@@ -62,12 +62,12 @@ export interface ReflectorHealth {
    * when healthy. A list, or a watch that the server accepted and kept open,
    * ends the failure; how long ago this was is how stale the cache may be.
    */
-  failingSince?: number;
-  lastError?: string;
-  lastErrorAt?: number;
+  failingSince?: number | undefined;
+  lastError?: string | undefined;
+  lastErrorAt?: number | undefined;
   /** When the last event or bookmark arrived (ms since epoch). */
-  lastEventAt?: number;
-  resourceVersion?: string;
+  lastEventAt?: number | undefined;
+  resourceVersion?: string | undefined;
   relists: number;
   /** Whether initial state comes from a streaming list (sendInitialEvents) rather than paginated lists. */
   streamingList: boolean;

@@ -19,27 +19,27 @@ export interface ClientOptions {
    * Credentials and server; see KubeClient.load for discovery rules. Anything
    * with KubeConfig's shape, e.g. client-node's `KubeConfig`.
    */
-  kubeConfig?: KubeConfigSource;
+  kubeConfig?: KubeConfigSource | undefined;
   /** Sustained requests per second; default 50. `Infinity` disables the limiter. */
-  qps?: number;
+  qps?: number | undefined;
   /** Requests allowed at once above the sustained rate; default 100. */
-  burst?: number;
+  burst?: number | undefined;
   /** Where to register request metrics; none are recorded without one. */
-  registry?: Registry;
+  registry?: Registry | undefined;
   /** Retries after the first attempt; default 5, 0 disables retries. */
-  maxRetries?: number;
-  userAgent?: string;
+  maxRetries?: number | undefined;
+  userAgent?: string | undefined;
   /** Per-attempt deadline in ms; default 60000, 0 disables it. */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
   /** Injected time source, for tests. */
-  clock?: Clock;
+  clock?: Clock | undefined;
 }
 
 export interface LoadOptions extends ClientOptions {
   /** Explicit kubeconfig file; wins over KUBECONFIG and ~/.kube/config. */
-  kubeconfigPath?: string;
+  kubeconfigPath?: string | undefined;
   /** Context to use instead of the kubeconfig's current-context. */
-  context?: string;
+  context?: string | undefined;
 }
 
 export const CLIENT_VERSION = '0.1.0';

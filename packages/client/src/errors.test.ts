@@ -19,6 +19,7 @@ import {
   isGone,
   isInvalid,
   isNotFound,
+  ignoreNotFound,
   syntheticStatus,
   type Status,
 } from './errors.ts';
@@ -130,5 +131,17 @@ describe('is* helpers', () => {
     assert.ok(isGone(gone) && !isGone(nf));
     assert.ok(isInvalid(inv) && !isInvalid(nf));
     assert.ok(isForbidden(fb) && !isForbidden(undefined));
+  });
+});
+
+describe('ignoreNotFound', () => {
+  it('gives the result, undefined for a missing object, and rejects with every other error', async () => {
+    assert.equal(await ignoreNotFound(Promise.resolve(7)), 7);
+    assert.equal(
+      await ignoreNotFound(Promise.reject(errorFromStatus(404, status(404, 'NotFound')))),
+      undefined,
+    );
+    const conflict = errorFromStatus(409, status(409, 'Conflict'));
+    await assert.rejects(ignoreNotFound(Promise.reject(conflict)), (e) => e === conflict);
   });
 });

@@ -16,7 +16,7 @@ export class ApiError extends Error {
   readonly reason: string;
   readonly status: Status;
   /** From the Retry-After header or Status.details.retryAfterSeconds. */
-  readonly retryAfterSeconds?: number;
+  readonly retryAfterSeconds?: number | undefined;
 
   constructor(code: number, status: Status, retryAfterSeconds?: number) {
     super(status.message || `request failed with HTTP ${code}${status.reason ? ` (${status.reason})` : ''}`);
@@ -127,6 +127,20 @@ export function isStatus(value: unknown): value is Status {
 }
 
 export const isNotFound = (e: unknown): e is NotFoundError => e instanceof NotFoundError;
+
+/**
+ * The request's result, or undefined when the object does not exist
+ * (controller-runtime's client.IgnoreNotFound, for a read or a delete):
+ * every other error still rejects.
+ */
+export async function ignoreNotFound<T>(request: Promise<T>): Promise<T | undefined> {
+  try {
+    return await request;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
 export const isConflict = (e: unknown): e is ConflictError => e instanceof ConflictError;
 export const isAlreadyExists = (e: unknown): e is AlreadyExistsError => e instanceof AlreadyExistsError;
 export const isGone = (e: unknown): e is GoneError => e instanceof GoneError;

@@ -58,6 +58,7 @@ export {
   isGone,
   isInvalid,
   isNotFound,
+  ignoreNotFound,
   isServerError,
   isTimeout,
   isTooManyRequests,

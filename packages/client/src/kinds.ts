@@ -42,9 +42,9 @@ export interface ResourceType<T extends KubeObject = KubeObject> {
    * and no Secret data held by the process. A property of the handle, so the
    * watch a controller declares and the reads it makes cannot disagree.
    */
-  readonly metadataOnly?: boolean;
+  readonly metadataOnly?: boolean | undefined;
   /** Never set: carries `T` for the type checker. */
-  readonly __object?: T;
+  readonly __object?: T | undefined;
 }
 
 /** The object type a kind handle reads: `ObjectOf<typeof Kinds.Pod>` is V1Pod. */

@@ -27,16 +27,16 @@ import { ConfigError } from './errors.ts';
 export interface KubeCluster {
   readonly name: string;
   readonly server: string;
-  readonly skipTLSVerify?: boolean;
-  readonly tlsServerName?: string;
-  readonly proxyUrl?: string;
+  readonly skipTLSVerify?: boolean | undefined;
+  readonly tlsServerName?: string | undefined;
+  readonly proxyUrl?: string | undefined;
 }
 
 export interface KubeContext {
   readonly name: string;
   readonly cluster: string;
   readonly user: string;
-  readonly namespace?: string;
+  readonly namespace?: string | undefined;
 }
 
 /**
@@ -61,27 +61,27 @@ export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccoun
 
 interface ClusterEntry extends KubeCluster {
   readonly skipTLSVerify: boolean;
-  readonly caFile?: string;
-  readonly caData?: string;
+  readonly caFile?: string | undefined;
+  readonly caData?: string | undefined;
 }
 
 interface UserEntry {
   readonly name: string;
-  readonly certFile?: string;
-  readonly certData?: string;
-  readonly keyFile?: string;
-  readonly keyData?: string;
-  readonly token?: string;
-  readonly tokenFile?: string;
-  readonly username?: string;
-  readonly password?: string;
-  readonly as?: string;
-  readonly asGroups?: string[];
-  readonly asUid?: string;
-  readonly asUserExtra?: Record<string, string[]>;
+  readonly certFile?: string | undefined;
+  readonly certData?: string | undefined;
+  readonly keyFile?: string | undefined;
+  readonly keyData?: string | undefined;
+  readonly token?: string | undefined;
+  readonly tokenFile?: string | undefined;
+  readonly username?: string | undefined;
+  readonly password?: string | undefined;
+  readonly as?: string | undefined;
+  readonly asGroups?: string[] | undefined;
+  readonly asUid?: string | undefined;
+  readonly asUserExtra?: Record<string, string[]> | undefined;
   /** Passed to client-node as they are written. */
-  readonly exec?: Record<string, unknown>;
-  readonly authProvider?: Record<string, unknown>;
+  readonly exec?: Record<string, unknown> | undefined;
+  readonly authProvider?: Record<string, unknown> | undefined;
 }
 
 /** A merged kubeconfig: named clusters, users and contexts plus the current context. */
@@ -89,7 +89,7 @@ export interface KubeConfigModel {
   clusters: Map<string, ClusterEntry>;
   users: Map<string, UserEntry>;
   contexts: Map<string, KubeContext>;
-  currentContext?: string;
+  currentContext?: string | undefined;
 }
 
 /**

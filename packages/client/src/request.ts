@@ -12,18 +12,18 @@ export interface RequestOptions {
   method: string;
   /** Absolute API path, e.g. `/api/v1/namespaces/default/configmaps`. */
   path: string;
-  query?: Query;
+  query?: Query | undefined;
   /** A Buffer or string is sent as is; anything else as JSON. */
   body?: unknown;
   /** Defaults to `application/json` when there is a body. */
-  contentType?: string;
+  contentType?: string | undefined;
   /** Defaults to `application/json`. */
-  accept?: string;
-  signal?: AbortSignal;
+  accept?: string | undefined;
+  signal?: AbortSignal | undefined;
   /** Overrides the method-based default used to decide on retries after 5xx. */
-  idempotent?: boolean;
+  idempotent?: boolean | undefined;
   /** Overrides the client's requestTimeoutMs for this request; 0 disables it. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 export function buildPath(path: string, query: Query | undefined): string {

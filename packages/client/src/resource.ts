@@ -7,68 +7,68 @@ import type { KubeObject, ListResult, PartialObjectMetadata, WatchEvent } from '
 import { fillTypeMeta, type WatchOptions } from './watch.ts';
 
 export interface CallOptions {
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 export interface GetOptions extends CallOptions {
-  namespace?: string;
+  namespace?: string | undefined;
   /** Return meta.k8s.io/v1 PartialObjectMetadata instead of the full object. */
-  metadataOnly?: boolean;
+  metadataOnly?: boolean | undefined;
 }
 
 export interface ListOptions extends CallOptions {
   /** Omit for all namespaces. */
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
-  limit?: number;
-  continue?: string;
-  resourceVersion?: string;
-  resourceVersionMatch?: 'Exact' | 'NotOlderThan';
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
+  limit?: number | undefined;
+  continue?: string | undefined;
+  resourceVersion?: string | undefined;
+  resourceVersionMatch?: 'Exact' | 'NotOlderThan' | undefined;
   /** Items are meta.k8s.io/v1 PartialObjectMetadata instead of full objects. */
-  metadataOnly?: boolean;
+  metadataOnly?: boolean | undefined;
 }
 
 export interface ListAllOptions extends Omit<ListOptions, 'continue' | 'limit'> {
   /** Items per request; default 500. */
-  pageSize?: number;
+  pageSize?: number | undefined;
 }
 
 export interface WriteOptions extends CallOptions {
-  fieldManager?: string;
-  dryRun?: boolean;
-  fieldValidation?: 'Ignore' | 'Warn' | 'Strict';
+  fieldManager?: string | undefined;
+  dryRun?: boolean | undefined;
+  fieldValidation?: 'Ignore' | 'Warn' | 'Strict' | undefined;
 }
 
 export interface DeleteOptions extends CallOptions {
-  namespace?: string;
-  propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
-  preconditions?: { uid?: string; resourceVersion?: string };
-  gracePeriodSeconds?: number;
-  dryRun?: boolean;
+  namespace?: string | undefined;
+  propagationPolicy?: 'Foreground' | 'Background' | 'Orphan' | undefined;
+  preconditions?: { uid?: string; resourceVersion?: string } | undefined;
+  gracePeriodSeconds?: number | undefined;
+  dryRun?: boolean | undefined;
 }
 
 export type PatchType = 'merge' | 'json' | 'strategic';
 
 export interface PatchOptions extends WriteOptions {
   type: PatchType;
-  namespace?: string;
-  subresource?: 'status' | 'scale';
+  namespace?: string | undefined;
+  subresource?: 'status' | 'scale' | undefined;
 }
 
 export interface PatchStatusOptions extends WriteOptions {
-  namespace?: string;
+  namespace?: string | undefined;
   /** Default `merge`. */
-  type?: PatchType;
+  type?: PatchType | undefined;
 }
 
 export interface ApplyOptions extends CallOptions {
   fieldManager: string;
   /** Take ownership of fields other managers own instead of failing with a conflict. */
-  force?: boolean;
-  subresource?: 'status';
-  dryRun?: boolean;
-  fieldValidation?: 'Ignore' | 'Warn' | 'Strict';
+  force?: boolean | undefined;
+  subresource?: 'status' | undefined;
+  dryRun?: boolean | undefined;
+  fieldValidation?: 'Ignore' | 'Warn' | 'Strict' | undefined;
 }
 
 export interface ResourceClient<T extends KubeObject = KubeObject> {
@@ -106,8 +106,8 @@ const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
 const DEFAULT_PAGE_SIZE = 500;
 
 interface RawList {
-  items?: unknown[] | null;
-  metadata?: { resourceVersion?: string; continue?: string };
+  items?: unknown[] | null | undefined;
+  metadata?: { resourceVersion?: string; continue?: string } | undefined;
 }
 
 export class ResourceClientImpl<T extends KubeObject> implements ResourceClient<T> {

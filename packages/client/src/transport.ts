@@ -10,10 +10,10 @@ export interface TransportRequest {
   /** Path and query, relative to the server URL (which may carry a prefix). */
   path: string;
   headers: Record<string, string>;
-  body?: Buffer;
-  signal?: AbortSignal;
+  body?: Buffer | undefined;
+  signal?: AbortSignal | undefined;
   /** 0 or undefined: no deadline. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 export interface TransportResponse {

@@ -5,9 +5,9 @@ export type ObjectMeta = V1ObjectMeta;
 
 /** Any Kubernetes object; built-in types such as V1ConfigMap satisfy it. */
 export interface KubeObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: V1ObjectMeta;
+  apiVersion?: string | undefined;
+  kind?: string | undefined;
+  metadata?: V1ObjectMeta | undefined;
 }
 
 /** What a metadata-only list or watch returns (meta.k8s.io/v1). */
@@ -20,7 +20,7 @@ export interface ListResult<T> {
   /** The collection's resourceVersion: where a following watch should start. */
   resourceVersion: string;
   /** Token for the next page; absent on the last page. */
-  continue?: string;
+  continue?: string | undefined;
 }
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';

@@ -1,20 +1,20 @@
 import type { KubeObject, WatchEvent } from './types.ts';
 
 export interface WatchOptions {
-  namespace?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
+  namespace?: string | undefined;
+  labelSelector?: string | undefined;
+  fieldSelector?: string | undefined;
   /** Start after this version; omit for "now" (which first replays state as ADDED). */
-  resourceVersion?: string;
-  allowWatchBookmarks?: boolean;
-  sendInitialEvents?: boolean;
-  resourceVersionMatch?: 'Exact' | 'NotOlderThan';
+  resourceVersion?: string | undefined;
+  allowWatchBookmarks?: boolean | undefined;
+  sendInitialEvents?: boolean | undefined;
+  resourceVersionMatch?: 'Exact' | 'NotOlderThan' | undefined;
   /** Server-side duration of the watch; the server then ends the stream. */
-  timeoutSeconds?: number;
+  timeoutSeconds?: number | undefined;
   /** Objects are meta.k8s.io/v1 PartialObjectMetadata instead of full objects. */
-  metadataOnly?: boolean;
+  metadataOnly?: boolean | undefined;
   /** Aborting ends the iteration without an error and destroys the socket. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * Called once the server has accepted the watch (status 200), before any
    * event: in a quiet scope that is the only sign that the watch works.

@@ -69,10 +69,10 @@ export function ContainerImage(options: { description?: string } = {}) {
  */
 export function Quantity(
   options: {
-    description?: string;
-    default?: string | number;
+    description?: string | undefined;
+    default?: string | number | undefined;
     /** Refuse zero and negative values: for anything that sizes something (a volume, a memory limit). */
-    positive?: boolean;
+    positive?: boolean | undefined;
   } = {},
 ) {
   const { positive, ...rest } = options;

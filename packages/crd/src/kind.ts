@@ -13,16 +13,16 @@ export interface PrinterColumn {
   name: string;
   type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
   jsonPath: string;
-  description?: string;
+  description?: string | undefined;
   /** 0 shows in `kubectl get`; higher only with `-o wide`. */
-  priority?: number;
-  format?: string;
+  priority?: number | undefined;
+  format?: string | undefined;
 }
 
 export interface ScaleSubresource {
   specReplicasPath: string;
   statusReplicasPath: string;
-  labelSelectorPath?: string;
+  labelSelectorPath?: string | undefined;
 }
 
 export interface KindDefinition<Spec extends TSchema = TSchema, Status extends TSchema = TSchema> {
@@ -31,27 +31,27 @@ export interface KindDefinition<Spec extends TSchema = TSchema, Status extends T
   kind: string;
   plural: string;
   singular: string;
-  shortNames?: string[];
-  categories?: string[];
+  shortNames?: string[] | undefined;
+  categories?: string[] | undefined;
   scope: 'Namespaced' | 'Cluster';
   /** TypeBox schema of `.spec`; must be a Type.Object. */
   spec: Spec;
   /** TypeBox schema of `.status`; must be a Type.Object. */
   status: Status;
   /** Columns for `kubectl get`; an `Age` column is added last. */
-  printerColumns?: PrinterColumn[];
-  scale?: ScaleSubresource;
+  printerColumns?: PrinterColumn[] | undefined;
+  scale?: ScaleSubresource | undefined;
   /** CEL rules on `.spec` as a whole (cross-field rules). */
-  validations?: ValidationRule[];
+  validations?: ValidationRule[] | undefined;
   /**
    * CEL rules on the whole object: the only place a rule can read
    * `self.metadata.name` (see ChildNamingRules). The API server runs them on
    * every write, status writes too, so a rule that must not strand objects
    * stored before it existed checks on create only (`optionalOldSelf`).
    */
-  objectValidations?: ValidationRule[];
+  objectValidations?: ValidationRule[] | undefined;
   /** Description of the kind, shown by `kubectl explain`. */
-  description?: string;
+  description?: string | undefined;
 }
 
 /** An apiextensions.k8s.io/v1 CustomResourceDefinition with one version. */
@@ -66,8 +66,8 @@ export interface CustomResourceDefinition {
       listKind: string;
       plural: string;
       singular: string;
-      shortNames?: string[];
-      categories?: string[];
+      shortNames?: string[] | undefined;
+      categories?: string[] | undefined;
     };
     scope: 'Namespaced' | 'Cluster';
     versions: Array<{
@@ -77,7 +77,7 @@ export interface CustomResourceDefinition {
       schema: { openAPIV3Schema: JSONSchemaProps };
       subresources: {
         status: Record<string, never>;
-        scale?: ScaleSubresource;
+        scale?: ScaleSubresource | undefined;
       };
       additionalPrinterColumns: PrinterColumn[];
     }>;
@@ -90,7 +90,7 @@ export interface CustomObject<Spec, Status> {
   kind: string;
   metadata: ObjectMeta;
   spec: Spec;
-  status?: Status;
+  status?: Status | undefined;
 }
 
 /**
@@ -116,7 +116,7 @@ export interface Kind<Spec extends TSchema = TSchema, Status extends TSchema = T
   object(init: {
     metadata: ObjectMeta;
     spec: Static<Spec>;
-    status?: Static<Status>;
+    status?: Static<Status> | undefined;
   }): CustomObject<Static<Spec>, Static<Status>>;
 }
 

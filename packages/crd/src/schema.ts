@@ -8,40 +8,41 @@ import type { TSchema } from 'typebox';
 /** One CEL rule (`x-kubernetes-validations` entry). */
 export interface ValidationRule {
   rule: string;
-  message?: string;
-  messageExpression?: string;
-  reason?: 'FieldValueInvalid' | 'FieldValueForbidden' | 'FieldValueRequired' | 'FieldValueDuplicate';
-  fieldPath?: string;
-  optionalOldSelf?: boolean;
+  message?: string | undefined;
+  messageExpression?: string | undefined;
+  reason?:
+    'FieldValueInvalid' | 'FieldValueForbidden' | 'FieldValueRequired' | 'FieldValueDuplicate' | undefined;
+  fieldPath?: string | undefined;
+  optionalOldSelf?: boolean | undefined;
 }
 
 /** apiextensions.k8s.io/v1 JSONSchemaProps, as it is written in a CRD (not client-node's camelCase model). */
 export interface JSONSchemaProps {
-  type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean';
-  description?: string;
-  title?: string;
-  format?: string;
+  type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean' | undefined;
+  description?: string | undefined;
+  title?: string | undefined;
+  format?: string | undefined;
   default?: unknown;
   example?: unknown;
-  enum?: unknown[];
-  nullable?: boolean;
-  maximum?: number;
-  exclusiveMaximum?: boolean;
-  minimum?: number;
-  exclusiveMinimum?: boolean;
-  multipleOf?: number;
-  maxLength?: number;
-  minLength?: number;
-  pattern?: string;
-  maxItems?: number;
-  minItems?: number;
-  maxProperties?: number;
-  minProperties?: number;
-  required?: string[];
-  properties?: Record<string, JSONSchemaProps>;
-  additionalProperties?: JSONSchemaProps;
-  items?: JSONSchemaProps;
-  anyOf?: JSONSchemaProps[];
+  enum?: unknown[] | undefined;
+  nullable?: boolean | undefined;
+  maximum?: number | undefined;
+  exclusiveMaximum?: boolean | undefined;
+  minimum?: number | undefined;
+  exclusiveMinimum?: boolean | undefined;
+  multipleOf?: number | undefined;
+  maxLength?: number | undefined;
+  minLength?: number | undefined;
+  pattern?: string | undefined;
+  maxItems?: number | undefined;
+  minItems?: number | undefined;
+  maxProperties?: number | undefined;
+  minProperties?: number | undefined;
+  required?: string[] | undefined;
+  properties?: Record<string, JSONSchemaProps> | undefined;
+  additionalProperties?: JSONSchemaProps | undefined;
+  items?: JSONSchemaProps | undefined;
+  anyOf?: JSONSchemaProps[] | undefined;
   'x-kubernetes-preserve-unknown-fields'?: boolean;
   'x-kubernetes-embedded-resource'?: boolean;
   'x-kubernetes-int-or-string'?: boolean;

@@ -6,7 +6,7 @@ import type { Kind } from './kind.ts';
  * definition: schema keys are sorted, no line folding, no anchors, so a
  * regenerated file differs only where the definition did.
  */
-export function crdYaml(kind: Kind): string {
+export function crdYaml(kind: Pick<Kind, 'crd' | 'kind' | 'apiVersion'>): string {
   const body = stringify(kind.crd(), {
     // Folded long strings (patterns, CEL rules, descriptions) would move with
     // the library's default width; one line per value keeps diffs honest.

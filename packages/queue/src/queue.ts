@@ -15,11 +15,11 @@ export type GetResult<T> = { readonly item: T; readonly shutdown: false } | { re
 
 export interface WorkQueueOptions {
   /** Queue (controller) name; the `name` and `controller` metric labels. Required with `registry`. */
-  name?: string;
+  name?: string | undefined;
   /** Time source for metrics and delays; defaults to {@link realClock}. */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Registry to export metrics to. Without one no metrics are recorded at all. */
-  registry?: MetricsRegistry;
+  registry?: MetricsRegistry | undefined;
 }
 
 const SHUTDOWN: GetResult<never> = Object.freeze({ shutdown: true });

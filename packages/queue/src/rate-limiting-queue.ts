@@ -5,7 +5,7 @@ import type { RateLimiter } from './rate-limiters.ts';
 
 export interface RateLimitingQueueOptions<T> extends WorkQueueOptions {
   /** Defaults to {@link defaultControllerRateLimiter} on the queue's clock. */
-  rateLimiter?: RateLimiter<T>;
+  rateLimiter?: RateLimiter<T> | undefined;
 }
 
 /** A {@link DelayingQueue} whose retry delays come from a {@link RateLimiter}. */

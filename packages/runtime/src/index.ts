@@ -28,6 +28,7 @@ export {
   INFORMER_UNHEALTHY_AFTER_MS,
 } from './manager/manager.ts';
 export type { ManagerOptions, LeaderElectionConfig } from './manager/manager.ts';
+export { testManager, type TestManagerOptions } from './manager/test-manager.ts';
 export {
   generationChanged,
   labelsChanged,
@@ -112,3 +113,69 @@ export type { SignalOptions } from './manager/signals.ts';
 export { createSecretOnce, generatePassword } from './apply/secrets.ts';
 export { canonicalQuantity, quantityValue } from './apply/quantity.ts';
 export type { CanonicalQuantityOptions } from './apply/quantity.ts';
+export {
+  WebhookServer,
+  WebhookBuilder,
+  WebhookListenError,
+  DEFAULT_WEBHOOK_BIND_ADDRESS,
+} from './webhook/server.ts';
+export type {
+  AdmissionContext,
+  Defaulter,
+  Validation,
+  Validator,
+  WebhookServerOptions,
+} from './webhook/server.ts';
+export {
+  AdmissionDeniedError,
+  MalformedReviewError,
+  errorBody,
+  fieldErrors,
+  invalidStatus,
+  parseAdmissionReview,
+} from './webhook/admission.ts';
+export type {
+  AdmissionRequest,
+  AdmissionResponse,
+  AdmissionReview,
+  AdmissionStatus,
+  FieldError,
+  FieldErrorType,
+  Operation,
+  StatusCause,
+} from './webhook/admission.ts';
+export {
+  FileCertificates,
+  ManagedCertificates,
+  MutatingWebhookConfigurations,
+  ValidatingWebhookConfigurations,
+  DEFAULT_CA_VALIDITY_MS,
+  DEFAULT_CERT_VALIDITY_MS,
+  DEFAULT_ROTATE_BEFORE_MS,
+  DEFAULT_CERT_CHECK_INTERVAL_MS,
+} from './webhook/certificates.ts';
+export type {
+  CertificateSource,
+  FileCertificatesOptions,
+  ManagedCertificatesOptions,
+} from './webhook/certificates.ts';
+export type { KeyPair, ServingNames } from './webhook/generate.ts';
+export {
+  applyWebhookConfigurations,
+  configurationNames,
+  deleteWebhookConfigurations,
+  webhookConfigurations,
+  webhookDefinition,
+  webhookPath,
+} from './webhook/configurations.ts';
+export type {
+  ClientConfig,
+  ConfigurationNames,
+  ConfigurationOptions,
+  FailurePolicy,
+  WebhookDefinition,
+  WebhookPolicy,
+} from './webhook/configurations.ts';
+export { jsonPatch, applyJsonPatch } from './webhook/patch.ts';
+export type { JsonPatchOperation } from './webhook/patch.ts';
+export { webhookMetrics, WEBHOOK_LATENCY_BUCKETS } from './webhook/metrics.ts';

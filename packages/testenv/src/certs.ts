@@ -38,26 +38,7 @@ export async function generatePki(dir: string): Promise<Pki> {
     serviceAccountKey: p('sa.key'),
     serviceAccountPub: p('sa.pub'),
   };
-  const days = '365';
-  await run('openssl', [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    pki.caKey,
-    '-out',
-    pki.caCert,
-    '-days',
-    days,
-    '-subj',
-    '/CN=regulon-testenv-ca',
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-  ]);
+  await generateCa(pki, '/CN=regulon-testenv-ca');
   await signed(pki, pki.servingKey, pki.servingCert, '/CN=kube-apiserver', [
     'subjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,' +
       'DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.0.0.1',
@@ -74,8 +55,70 @@ export async function generatePki(dir: string): Promise<Pki> {
   return pki;
 }
 
+/** A CA certificate and its key, the signer of {@link signed} certificates. */
+export interface CertificateAuthority {
+  caCert: string;
+  caKey: string;
+}
+
+async function generateCa(ca: CertificateAuthority, subject: string): Promise<void> {
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    ca.caKey,
+    '-out',
+    ca.caCert,
+    '-days',
+    '365',
+    '-subj',
+    subject,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ]);
+}
+
+export interface ServingPki extends CertificateAuthority {
+  servingCert: string;
+  servingKey: string;
+}
+
+/**
+ * A CA of its own and a server certificate it signed, for a service testenv
+ * runs beside the control plane (the object store): clients are given the CA
+ * and verify the server the way they would a real one, by name or address.
+ */
+export async function generateServingPki(
+  dir: string,
+  name: string,
+  subjectAltNames: { dns?: string[]; ips?: string[] },
+): Promise<ServingPki> {
+  const p = (file: string) => join(dir, file);
+  const pki: ServingPki = {
+    caCert: p('ca.crt'),
+    caKey: p('ca.key'),
+    servingCert: p(`${name}.crt`),
+    servingKey: p(`${name}.key`),
+  };
+  await generateCa(pki, `/CN=regulon-testenv-${name}-ca`);
+  const sans = [
+    ...(subjectAltNames.dns ?? []).map((d) => `DNS:${d}`),
+    ...(subjectAltNames.ips ?? []).map((ip) => `IP:${ip}`),
+  ];
+  await signed(pki, pki.servingKey, pki.servingCert, `/CN=${name}`, [
+    `subjectAltName=${sans.join(',')}`,
+    'extendedKeyUsage=serverAuth',
+  ]);
+  return pki;
+}
+
 async function signed(
-  pki: Pki,
+  pki: CertificateAuthority,
   key: string,
   cert: string,
   subject: string,

@@ -1,5 +1,9 @@
 #!/usr/bin/env node
 // regulon-testenv: the local control plane from the command line.
+//   install [--real-node]  build the control plane's binaries from the Go module
+//                     proxy, or find them in the versioned cache, and print their
+//                     bin dir; --real-node also the real node's (a second line)
+//                     and its images
 //   up [--real-node]  start it in .cluster/ (or $REGULON_CLUSTER_DIR) and leave it
 //                     running; --real-node joins the machine's real node to it
 //   down    stop it and remove its directory
@@ -12,13 +16,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { ControlPlane } from './control-plane.ts';
+import { installBinaries } from './binaries.ts';
 import { STATE_DIR_ENV } from './env.ts';
 import { adminRequest } from './http.ts';
 import { ensureImages } from './images.ts';
 import { defaultClusterDir } from './paths.ts';
 
 const log = (line: string) => process.stderr.write(`[testenv] ${line}\n`);
-const usage = 'usage: regulon-testenv up [--real-node]|down|status|images|exec -- COMMAND [ARGS...]';
+const usage =
+  'usage: regulon-testenv install [--real-node]|up [--real-node]|down|status|images|exec -- COMMAND [ARGS...]';
 
 async function running(dir: string): Promise<ControlPlane | undefined> {
   if (!ControlPlane.exists(dir)) return undefined;
@@ -57,6 +63,25 @@ async function up(args: string[]): Promise<number> {
   const cp = await ControlPlane.start({ dir, log, realNodes });
   log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   printAccess(cp);
+  return 0;
+}
+
+/**
+ * What an installed @regulon/testenv needs before `start()`, the way
+ * `setup-envtest use -p path` prints its assets' path: the bin dir on stdout,
+ * progress on stderr. The same scripts and cache keys as the repository's own
+ * build, so a machine that built there finds everything here.
+ */
+async function install(args: string[]): Promise<number> {
+  const unknown = args.filter((a) => a !== '--real-node');
+  if (unknown.length) throw new Error(`unknown option ${unknown[0]}\n${usage}`);
+  const started = Date.now();
+  console.log(await installBinaries('control-plane', log));
+  if (args.includes('--real-node')) {
+    console.log(await installBinaries('node', log));
+    for (const image of await ensureImages(undefined, { log })) log(`${image.ref}: ${image.archive}`);
+  }
+  log(`installed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return 0;
 }
 
@@ -126,6 +151,8 @@ async function exec(argv: string[]): Promise<number> {
 async function main(): Promise<number> {
   const [command, ...rest] = process.argv.slice(2);
   switch (command) {
+    case 'install':
+      return install(rest);
     case 'up':
       return up(rest);
     case 'down':

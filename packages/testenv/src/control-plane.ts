@@ -12,6 +12,7 @@ import {
   logTail,
   startComponent,
   stopComponent,
+  stopRecordedServices,
   type ComponentState,
   type RunningComponent,
 } from './process.ts';
@@ -30,18 +31,18 @@ export interface ControlPlaneOptions {
   /** Working directory for certificates, etcd data, logs and the kubeconfig. */
   dir: string;
   /** Fake KWOK nodes to register (default 3). */
-  nodes?: number;
+  nodes?: number | undefined;
   /**
    * Real nodes (0 or 1; default 0): a kubelet with containerd that runs real
    * Pods from the Debian-built images (see real-node.ts). One per machine.
    */
-  realNodes?: number;
+  realNodes?: number | undefined;
   log?: (line: string) => void;
   /**
    * How long starting may take, from the moment the binaries are at hand: a
    * cold build of them (minutes, the first time on a machine) is not part of it.
    */
-  startTimeoutMs?: number;
+  startTimeoutMs?: number | undefined;
   /** Where the binaries come from (default: {@link ensureBinaries}, which builds or reuses the cached ones). */
   binaries?: () => Promise<Binaries>;
   /** The clock the start timeout is measured on (default `Date.now`). */
@@ -51,23 +52,23 @@ export interface ControlPlaneOptions {
    * controller-manager's 20 QPS and 110 Pods per node would be what a
    * benchmark of thousands of objects measures instead of the code under test.
    */
-  scale?: ScaleOptions;
+  scale?: ScaleOptions | undefined;
 }
 
 export interface ScaleOptions {
   /** Pod capacity of each KWOK node (default 110). */
-  podsPerNode?: number;
+  podsPerNode?: number | undefined;
   /** Client QPS of the controller-manager and scheduler (defaults 20 and 50); burst is twice this. */
-  componentQps?: number;
+  componentQps?: number | undefined;
   /** The controller-manager's StatefulSet workers (default 5). */
-  statefulSetWorkers?: number;
+  statefulSetWorkers?: number | undefined;
   /** KWOK processes that provision volumes, each for a share of the claims (default 1; see kwok-stages.ts). */
-  volumeShards?: number;
+  volumeShards?: number | undefined;
   /**
    * Serve the API server's /debug/pprof to admins, to find out where a load
    * test spends the server's CPU. Off by default, as in a hardened cluster.
    */
-  apiServerProfiling?: boolean;
+  apiServerProfiling?: boolean | undefined;
 }
 
 /** Everything needed to find, use, stop or restart a running control plane, from any process. */
@@ -273,9 +274,13 @@ export class ControlPlane {
     }
   }
 
-  /** Stops every component: the real node and the API server's clients first, etcd last. */
+  /**
+   * Stops every component: the real node, services started beside the control
+   * plane (object stores) and the API server's clients first, etcd last.
+   */
   async stop(): Promise<void> {
     const problems = await stopRealNode(nodeDir(this.state.dir));
+    await stopRecordedServices(this.state.dir);
     // Another process may have restarted a component since we started it; the state file has its pid.
     this.#reload();
     const kwoks = Object.keys(this.state.components).filter((n) => n.startsWith('kwok'));

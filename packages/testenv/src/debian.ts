@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
  */
 export interface DebianPackagesOptions {
   /** Install what is missing with apt-get. Default: only when running as root. */
-  install?: boolean;
+  install?: boolean | undefined;
   log?: (line: string) => void;
 }
 
@@ -88,7 +88,7 @@ interface RunResult {
   code: number | null;
   stdout: string;
   stderr: string;
-  spawnError?: string;
+  spawnError?: string | undefined;
 }
 
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<RunResult> {

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,12 +14,19 @@ export const STATE_DIR_ENV = 'REGULON_TESTENV_DIR';
 
 export interface TestEnvOptions extends Partial<ControlPlaneOptions> {
   /** Print control-plane progress to stderr. */
-  verbose?: boolean;
+  verbose?: boolean | undefined;
+}
+
+/** What a kubectl run printed, and how it exited. */
+export interface KubectlResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
 }
 
 export interface CustomResourceDefinition {
-  apiVersion?: string;
-  kind?: string;
+  apiVersion?: string | undefined;
+  kind?: string | undefined;
   metadata: { name: string };
   spec: unknown;
 }
@@ -48,6 +56,27 @@ export class TestEnv {
 
   get server(): string {
     return this.controlPlane.server;
+  }
+
+  /**
+   * Runs this control plane's kubectl as cluster-admin, with `input` on its
+   * stdin (for `-f -`): what a person at a terminal would see, for tests of
+   * messages. Resolves with the exit code and both outputs, never rejects on
+   * a non-zero exit.
+   */
+  kubectl(args: string[], input?: string): Promise<KubectlResult> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.controlPlane.state.kubectl, ['--kubeconfig', this.kubeconfigPath, ...args], {
+        stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      });
+      if (input !== undefined) child.stdin!.end(input);
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
   }
 
   /**
@@ -139,7 +168,7 @@ export class TestEnv {
 
 interface CRDStatus {
   spec: { group: string; names: { plural: string }; versions: Array<{ name: string; served: boolean }> };
-  status?: { conditions?: Array<{ type: string; status: string }> };
+  status?: { conditions?: Array<{ type: string; status: string }> } | undefined;
 }
 
 function isServed(crd: CRDStatus): boolean {

@@ -100,10 +100,15 @@ function cgroupHierarchies(): string[] {
 export function cgroupPids(name: string): number[] {
   const pids = new Set<number>();
   const walk = (dir: string) => {
-    if (!existsSync(dir)) return;
-    for (const line of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n'))
-      if (line.trim()) pids.add(Number(line));
-    for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(join(dir, e.name));
+    try {
+      for (const line of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n'))
+        if (line.trim()) pids.add(Number(line));
+      for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) walk(join(dir, e.name));
+    } catch (err) {
+      // Gone while walked: the kubelet removes a Pod's cgroup as its containers end, and a
+      // removed cgroup holds no process. (A CI run's teardown failed on exactly this race.)
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
   };
   for (const h of existsSync(CGROUP_FS) ? cgroupHierarchies() : []) walk(join(CGROUP_FS, h, name));
   return [...pids];
@@ -243,8 +248,15 @@ function tableOf(added: { rules: string[]; chains: string[] }, line: string): st
 }
 
 function removeCgroupTree(dir: string): void {
-  for (const e of readdirSync(dir, { withFileTypes: true }))
-    if (e.isDirectory()) removeCgroupTree(join(dir, e.name));
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (err) {
+    // Already removed (the kubelet's own clean-up may still be finishing): nothing to do.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  for (const e of entries) if (e.isDirectory()) removeCgroupTree(join(dir, e.name));
   try {
     rmdirSync(dir);
   } catch {

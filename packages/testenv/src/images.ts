@@ -10,9 +10,11 @@ import { repoRoot } from './paths.ts';
  * - `pause`: catatonit in pause mode, containerd's sandbox image;
  * - `postgres`, `mariadb`, `redis`, `memcached`: the engines, each running as
  *   the uid of its official image, with no data and no entrypoint script;
- * - `client`: psql, mariadb, redis-cli, memcached tools, curl, dig.
+ * - `client`: psql, mariadb, redis-cli, memcached tools, curl, dig;
+ * - `app`: a MyApp's application, whose /readyz answers 200 only when its
+ *   database and cache accept the credentials the MyApp controller injects.
  */
-export const IMAGE_NAMES = ['pause', 'postgres', 'mariadb', 'redis', 'memcached', 'client'] as const;
+export const IMAGE_NAMES = ['pause', 'postgres', 'mariadb', 'redis', 'memcached', 'client', 'app'] as const;
 
 export type ImageName = (typeof IMAGE_NAMES)[number];
 
@@ -28,7 +30,7 @@ export interface ImageArchive {
 
 export interface EnsureImagesOptions {
   /** Build the missing images (default). When false, a missing image is an error. */
-  build?: boolean;
+  build?: boolean | undefined;
   log?: (line: string) => void;
 }
 

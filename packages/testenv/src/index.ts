@@ -5,6 +5,7 @@ export {
   realNodeNamespaceAnnotations,
   type TestEnvOptions,
   type CustomResourceDefinition,
+  type KubectlResult,
 } from './env.ts';
 export {
   ControlPlane,
@@ -37,3 +38,14 @@ export {
 export { ensureDebianPackages, missingDebianPackages, type DebianPackagesOptions } from './debian.ts';
 export { ensureNodeBinaries, type NodeBinaries } from './binaries.ts';
 export { REAL_NODE_LABEL, realNodeUnsupported, NODE_PACKAGES, loadImagesIntoRealNode } from './real-node.ts';
+export {
+  startObjectStore,
+  ensureObjectStoreBinary,
+  S3Error,
+  DEFAULT_OBJECT_STORE_REGION,
+  type ObjectStore,
+  type ObjectStoreOptions,
+  type ObjectListing,
+  type S3Request,
+  type S3Response,
+} from './object-store.ts';

@@ -19,7 +19,7 @@ const PROVISION_STAGE = 'pvc-provision';
 const HEX = '0123456789abcdef';
 
 interface PatchStep {
-  patch?: { root?: string; subresource?: string; type?: string; template: string };
+  patch?: { root?: string; subresource?: string; type?: string; template: string } | undefined;
   [step: string]: unknown;
 }
 
@@ -27,8 +27,8 @@ interface Stage {
   metadata: { name: string };
   spec: {
     resourceRef: { apiGroup: string; kind: string };
-    selector?: { matchExpressions?: Array<Record<string, unknown>> };
-    steps?: PatchStep[];
+    selector?: { matchExpressions?: Array<Record<string, unknown>> } | undefined;
+    steps?: PatchStep[] | undefined;
   };
 }
 

@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, sep } from 'node:path';
 
 /**
- * The repository root: the nearest ancestor of this package holding
- * tools/control-plane/build.sh. testenv runs from a checkout, never from an
- * installed tarball, because it builds the control plane from the checkout's
- * pinned Go modules.
+ * Where the build scripts are: the nearest ancestor of this module holding
+ * tools/control-plane/build.sh. In a checkout that is the repository root; in
+ * an installed tarball it is the package's own folder, which ships
+ * tools/control-plane, tools/images and tools/lib at the same relative paths
+ * (tools/scripts/pack.ts), so the cache keys are the same.
  */
 export function repoRoot(): string {
   let dir = import.meta.dirname;
@@ -20,5 +21,8 @@ export function repoRoot(): string {
 
 /** Where `npm run cluster -- up` keeps its control plane: a known, git-ignored path. */
 export function defaultClusterDir(): string {
-  return process.env['REGULON_CLUSTER_DIR'] ?? join(repoRoot(), '.cluster');
+  const root = repoRoot();
+  // Installed under node_modules, the cluster belongs to the project that runs it, not to the package.
+  const owner = root.split(sep).includes('node_modules') ? process.cwd() : root;
+  return process.env['REGULON_CLUSTER_DIR'] ?? join(owner, '.cluster');
 }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** How a component was started; persisted so another process can stop or restart it. */
 export interface ComponentState {
@@ -21,9 +22,16 @@ export interface RunningComponent {
  * file. Detached, so `npm run cluster -- up` can return while the control plane
  * keeps running, and so a test process can restart a component it did not start.
  */
-export function startComponent(name: string, bin: string, args: string[], log: string): RunningComponent {
+export function startComponent(
+  name: string,
+  bin: string,
+  args: string[],
+  log: string,
+  /** The process's environment (default: this process's). Secrets go here, never in `args`, which are recorded. */
+  env?: NodeJS.ProcessEnv,
+): RunningComponent {
   const fd = openSync(log, 'a');
-  const child = spawn(bin, args, { detached: true, stdio: ['ignore', fd, fd] });
+  const child = spawn(bin, args, { detached: true, stdio: ['ignore', fd, fd], ...(env ? { env } : {}) });
   closeSync(fd);
   child.unref();
   if (child.pid === undefined) throw new Error(`testenv: could not start ${name} (${bin})`);
@@ -74,4 +82,36 @@ export function logTail(path: string, lines = 30): string {
 
 export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Where services started beside a control plane (the object store) are
+ * recorded, under its directory: one directory per service, holding its
+ * `component.json`, so that stopping the control plane stops them too, also
+ * when the test process that started one died without stopping it.
+ */
+export const SERVICES_DIR = 'services';
+const SERVICE_STATE_FILE = 'component.json';
+
+export function recordService(serviceDir: string, state: ComponentState): void {
+  writeFileSync(join(serviceDir, SERVICE_STATE_FILE), JSON.stringify(state, null, 2));
+}
+
+/** Stops the service recorded in `serviceDir` and deletes the directory with everything in it. */
+export async function stopRecordedService(serviceDir: string): Promise<void> {
+  let state: ComponentState | undefined;
+  try {
+    state = JSON.parse(readFileSync(join(serviceDir, SERVICE_STATE_FILE), 'utf8')) as ComponentState;
+  } catch {
+    // never started, or already stopped
+  }
+  if (state) await stopComponent(state);
+  rmSync(serviceDir, { recursive: true, force: true });
+}
+
+/** Stops every service recorded under the control plane in `controlPlaneDir`. */
+export async function stopRecordedServices(controlPlaneDir: string): Promise<void> {
+  const root = join(controlPlaneDir, SERVICES_DIR);
+  if (!existsSync(root)) return;
+  for (const name of readdirSync(root)) await stopRecordedService(join(root, name));
 }

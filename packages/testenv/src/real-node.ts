@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
 import { ensureNodeBinaries, type NodeBinaries } from './binaries.ts';
 import { ensureDebianPackages } from './debian.ts';
 import {
@@ -184,7 +184,8 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNodeS
 
     // Before the kubelet: volume directories must be writable by the engines' uids from the first mount.
     spawn('volume-permissions', process.execPath, [
-      join(import.meta.dirname, 'volume-permissions.ts'),
+      // The sibling module as this one runs: .ts in the repository, .js from a published tarball.
+      join(import.meta.dirname, `volume-permissions${extname(import.meta.filename)}`),
       join(options.controlPlaneDir, 'volumes'),
     ]);
 
@@ -394,19 +395,33 @@ async function takeLock(dir: string): Promise<void> {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
-    const holder = JSON.parse(readFileSync(REAL_NODE_LOCK, 'utf8')) as { dir: string; pid: number };
-    const running = realNodeState(join(holder.dir, '..'));
-    if (running && Object.values(running.components).some((c) => isAlive(c.pid))) {
-      throw new Error(
-        `testenv: this machine already runs a real node (for ${join(holder.dir, '..')}); there can be one per machine. ` +
-          `Stop it with \`REGULON_CLUSTER_DIR=${join(holder.dir, '..')} npm run cluster -- down\`, or wait for its run to end.`,
-      );
-    }
-    // Its processes are gone: a crashed run's node. Undo what it left on the machine, then take over.
-    await stopRealNode(holder.dir);
-    rmSync(REAL_NODE_LOCK, { force: true });
+    await reclaimCrashedRealNode();
   }
   throw new Error(`testenv: could not take ${REAL_NODE_LOCK}`);
+}
+
+/**
+ * Undoes what a crashed run's real node left on the machine (bridge, iptables
+ * chains, mounts, cgroups) and releases its lock. Throws when that node still
+ * runs: there can be one per machine. Does nothing when no lock is held.
+ */
+export async function reclaimCrashedRealNode(): Promise<void> {
+  let holder: { dir: string; pid: number };
+  try {
+    holder = JSON.parse(readFileSync(REAL_NODE_LOCK, 'utf8')) as { dir: string; pid: number };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  const running = realNodeState(join(holder.dir, '..'));
+  if (running && Object.values(running.components).some((c) => isAlive(c.pid))) {
+    throw new Error(
+      `testenv: this machine already runs a real node (for ${join(holder.dir, '..')}); there can be one per machine. ` +
+        `Stop it with \`REGULON_CLUSTER_DIR=${join(holder.dir, '..')} npm run cluster -- down\`, or wait for its run to end.`,
+    );
+  }
+  await stopRealNode(holder.dir);
+  rmSync(REAL_NODE_LOCK, { force: true });
 }
 
 function releaseLock(dir: string): void {

@@ -13,9 +13,9 @@ export interface Backoff {
   /** Upper bound of any delay, before jitter. */
   maxMs: number;
   /** Growth per attempt; default 2. */
-  factor?: number;
+  factor?: number | undefined;
   /** Share of the delay that is random, from 0 (none, the default) to 1 (all of it). */
-  jitter?: number;
+  jitter?: number | undefined;
 }
 
 /**

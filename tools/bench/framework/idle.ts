@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually, freePorts } from '@regulon/testenv';
+import { MANAGER_NODE_FLAGS, managerMain } from '../harness/manager-build.ts';
 import { processStats } from '../harness/process-stats.ts';
 
 /** How long a process sits idle after it is ready before its RSS is read: timers and lazy init settle. */
@@ -38,10 +39,21 @@ export const MODULES = [
   '@regulon/runtime',
 ] as const;
 
+/**
+ * The workspace packages among MODULES, measured a second time compiled (their
+ * dist/, as the manager image loads them) beside their TypeScript sources.
+ */
+export const WORKSPACE_MODULES = MODULES.filter((m) => m.startsWith('@regulon/'));
+
 /** A Node process that loads `modules`, says so on stdout, and then idles. */
-export function nodeLoading(modules: readonly string[]): string[] {
+export function nodeLoading(modules: readonly string[], nodeFlags: readonly string[] = []): string[] {
   const imports = modules.map((m) => `await import(${JSON.stringify(m)});`).join(' ');
-  return ['--input-type=module', '-e', `${imports} console.log('ready'); setInterval(() => {}, 1 << 30);`];
+  return [
+    ...nodeFlags,
+    '--input-type=module',
+    '-e',
+    `${imports} console.log('ready'); setInterval(() => {}, 1 << 30);`,
+  ];
 }
 
 async function measure(child: ChildProcess, ready: () => Promise<boolean>): Promise<Omit<IdleRow, 'what'>> {
@@ -82,21 +94,31 @@ export async function measureIdle(c: IdleConfig): Promise<IdleRow[]> {
   const fd = openSync(c.logFile, 'a');
   const opts = { cwd: c.root, stdio: ['ignore', 'pipe', fd] as ['ignore', 'pipe', number] };
   try {
-    const node = async (what: string, modules: readonly string[]) => {
-      const child = spawn(process.execPath, nodeLoading(modules), opts);
+    const node = async (what: string, modules: readonly string[], nodeFlags: readonly string[] = []) => {
+      const child = spawn(process.execPath, nodeLoading(modules, nodeFlags), opts);
       rows.push({ what, ...(await measure(child, printsReady(child))) });
       c.log(`  idle: ${what}: ${rows.at(-1)!.rssMiB.toFixed(1)} MiB`);
     };
     await node('node -e (nothing loaded)', []);
     for (const m of MODULES) await node(`node + ${m}`, [m]);
+    for (const m of WORKSPACE_MODULES) await node(`node + ${m}, compiled`, [m], MANAGER_NODE_FLAGS);
 
-    const manager = async (what: string, nodeFlags: string[], controllers: 'database' | 'all') => {
+    // The manager runs compiled, as its image does; `source` runs apps/manager/src/main.ts instead.
+    const manager = async (
+      what: string,
+      nodeFlags: string[],
+      controllers: 'database' | 'all',
+      from: 'dist' | 'source' = 'dist',
+    ) => {
       const [metrics, health] = (await freePorts(2)) as [number, number];
+      const script =
+        from === 'dist'
+          ? [...MANAGER_NODE_FLAGS, ...nodeFlags, managerMain(c.root)]
+          : [...nodeFlags, join(c.root, 'apps', 'manager', 'src', 'main.ts')];
       const child = spawn(
         process.execPath,
         [
-          ...nodeFlags,
-          join(c.root, 'apps', 'manager', 'src', 'main.ts'),
+          ...script,
           '--kubeconfig',
           c.kubeconfig,
           '--metrics-bind-address',
@@ -120,6 +142,12 @@ export async function measureIdle(c: IdleConfig): Promise<IdleRow[]> {
       rows.push({ what, ...(await measure(child, readyz(health))) });
       c.log(`  idle: ${what}: ${rows.at(-1)!.rssMiB.toFixed(1)} MiB`);
     };
+    await manager(
+      'Regulon manager, Database controller, from the TypeScript sources',
+      [],
+      'database',
+      'source',
+    );
     await manager('Regulon manager, Database controller', [], 'database');
     await manager('Regulon manager, every controller', [], 'all');
     // What the manager cost when the SDK was loaded at start whatever the configuration.

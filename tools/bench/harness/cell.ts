@@ -218,6 +218,9 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
       '--server-side',
       '-f',
       join(c.root, 'deploy', 'crds', 'databases.regulon.dev.yaml'),
+      // The Database controller watches DatabaseBackups too (a Database's status follows them).
+      '-f',
+      join(c.root, 'deploy', 'crds', 'databasebackups.regulon.dev.yaml'),
     ]);
     await exec(cp.state.kubectl, [
       '--kubeconfig',
@@ -226,6 +229,7 @@ export async function runCell(c: CellConfig): Promise<CellResult> {
       '--for=condition=Established',
       '--timeout=60s',
       'crd/databases.regulon.dev',
+      'crd/databasebackups.regulon.dev',
     ]);
     const client = KubeClient.load({ kubeconfigPath: cp.kubeconfigPath, qps: Infinity });
     for (let i = 0; i < c.n; i += perNamespace) {

@@ -419,7 +419,7 @@ func (f *floor) watchLoop(ctx context.Context, what string,
 	}
 }
 
-// initializedEvent: the Normal Event the controller writes once the primary has initialised the database.
+// initializedEvent: the Normal Event the controller writes once the primary has initialised the data set.
 func (f *floor) initializedEvent(ctx context.Context, db *database, primary string) error {
 	now := metav1.NewMicroTime(time.Now())
 	_, err := f.kube.EventsV1().Events(db.ns()).Create(ctx, &eventsv1.Event{
@@ -430,7 +430,7 @@ func (f *floor) initializedEvent(ctx context.Context, db *database, primary stri
 		ReportingInstance:   "floor",
 		Action:              "Reconcile",
 		Reason:              "Initialized",
-		Note:                primary + " initialised the database and is the primary",
+		Note:                primary + " initialised the data set and is the primary",
 		Type:                corev1.EventTypeNormal,
 		Regarding: corev1.ObjectReference{
 			APIVersion: databaseGVK.GroupVersion().String(), Kind: kindDB,

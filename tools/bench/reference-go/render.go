@@ -377,6 +377,11 @@ func (db *database) statefulSet(credentials, createdStorageSize string, instance
 	if whenDeleted == nil {
 		whenDeleted = "Retain"
 	}
+	// Several instances: the manager replaces the Pods itself, replicas first (desiredStatefulSet).
+	strategy := "RollingUpdate"
+	if instances > 1 {
+		strategy = "OnDelete"
+	}
 	return map[string]any{
 		"metadata": meta(n.statefulSet, db.labels()),
 		"spec": map[string]any{
@@ -384,7 +389,7 @@ func (db *database) statefulSet(credentials, createdStorageSize string, instance
 			"replicas":            number(instances),
 			"selector":            map[string]any{"matchLabels": db.selector()},
 			"podManagementPolicy": "Parallel",
-			"updateStrategy":      map[string]any{"type": "RollingUpdate"},
+			"updateStrategy":      map[string]any{"type": strategy},
 			"persistentVolumeClaimRetentionPolicy": map[string]any{
 				"whenDeleted": whenDeleted,
 				"whenScaled":  "Retain",

@@ -229,7 +229,7 @@ func plan(in planInput) replicationPlan {
 			next.initialized = true
 			result.step = &step{
 				kind: "topology", topology: next, reason: "Initialized",
-				message: primaryServer.pod + " initialised the database and is the primary",
+				message: primaryServer.pod + " initialised the data set and is the primary",
 			}
 			return result
 		}
@@ -244,7 +244,7 @@ func plan(in planInput) replicationPlan {
 	}
 
 	if !t.initialized {
-		result.waiting = "waiting for " + t.primary + " to initialise the database"
+		result.waiting = "waiting for " + t.primary + " to initialise the data set"
 		return result
 	}
 	if named != nil && named.server != nil && !named.deleting {

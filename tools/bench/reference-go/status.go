@@ -58,7 +58,8 @@ func (db *database) rolledOut(sts *appsv1.StatefulSet, credentials string) bool 
 	s := sts.Status
 	want := db.replicas
 	return s.ObservedGeneration >= sts.Generation &&
-		s.CurrentRevision == s.UpdateRevision &&
+		// OnDelete never moves the current revision: every Pod at the update revision is the end of the roll.
+		(s.CurrentRevision == s.UpdateRevision || sts.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType) &&
 		float64(s.UpdatedReplicas) == want &&
 		float64(s.ReadyReplicas) == want &&
 		float64(s.Replicas) == want

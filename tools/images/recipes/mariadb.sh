@@ -1,9 +1,13 @@
 # shellcheck shell=bash disable=SC2034 # variables read by lib/image.sh
 # mariadb: MariaDB 10.11 server, its client programs and mariadb-backup
 # (Debian mariadb-server, mariadb-backup). Debian ships no MySQL server.
+# rclone and zstd: the Database operator streams mariabackup's physical
+# backups, compressed, to an object store and back (rclone rcat / cat);
+# ca-certificates: the system CAs an object store's TLS is checked against
+# when no CA of its own is given.
 tag=10.11
 main_package=mariadb-server
-packages=(mariadb-server mariadb-backup)
+packages=(mariadb-server mariadb-backup rclone zstd ca-certificates)
 # The uid/gid of the official mariadb and mysql images, which the operator runs as.
 users=("mysql:999:999:MySQL Server:/nonexistent:/bin/false")
 run_as=999:999

@@ -1,11 +1,13 @@
 # shellcheck shell=bash disable=SC2034 # variables read by lib/image.sh
-# postgres: PostgreSQL 15 server and client programs (Debian postgresql-15).
-# The binaries are in /usr/lib/postgresql/15/bin, first on PATH. No cluster
-# and no entrypoint script: the operator runs initdb on its volume and gives
-# the command.
+# postgres: PostgreSQL 15 server and client programs (Debian postgresql-15),
+# and pgBackRest (Debian pgbackrest), which the Database operator runs in the
+# container for base backups and WAL archiving to an object store, and for
+# restores. The binaries are in /usr/lib/postgresql/15/bin, first on PATH. No
+# cluster and no entrypoint script: the operator runs initdb on its volume
+# and gives the command.
 tag=15
 main_package=postgresql-15
-packages=(postgresql-15)
+packages=(postgresql-15 pgbackrest)
 # No JIT compilation: LLVM and z3 are a third of the image (130 MB unpacked)
 # and only llvmjit.so loads them. Without that file postgres quietly runs
 # every query interpreted, as a build without --with-llvm does.

@@ -24,6 +24,7 @@ export const M = {
   nameTooLong: new RegExp(`is too long: a Cache name is at most ${MAX_NAME_LENGTH} characters`),
   objectName: /a lowercase RFC 1123 subdomain must consist of/,
   redisOnly: (what: string) => new RegExp(`^Forbidden: ${what} is only supported by redis`),
+  replicatedOnly: /^Forbidden: replication settings apply to mode: replicated only/,
 };
 
 const rejected = (
@@ -45,6 +46,7 @@ const accepted = (field: string, form: string, values: unknown[], other?: Record
 
 const PERSISTENT = { 'spec.persistence.enabled': true };
 const MEMCACHED = { 'spec.engine': 'memcached', 'spec.version': '1.6.45' };
+const REPLICATED = { 'spec.mode': 'replicated' };
 
 export const CACHE_CASES: AdmissionCase[] = [
   // spec.memory: the container's memory limit.
@@ -71,6 +73,23 @@ export const CACHE_CASES: AdmissionCase[] = [
   ),
   ...rejected('spec.persistence.enabled', 'wrong type', ['true'], M.type('boolean')),
   ...rejected('spec.persistence', 'on memcached', [{ enabled: true }], M.redisOnly('persistence'), MEMCACHED),
+
+  // spec.mode: independent instances, or one primary and replicas (redis).
+  ...rejected('spec.mode', 'unknown mode', ['cluster', 'Replicated'], M.unsupported),
+  ...rejected(
+    'spec.mode',
+    'replicated memcached',
+    ['replicated'],
+    M.redisOnly('mode: replicated'),
+    MEMCACHED,
+  ),
+  ...accepted('spec.mode', 'either', ['standalone', 'replicated']),
+  ...accepted('spec.mode', 'replicated, persistent', ['replicated'], PERSISTENT),
+  ...rejected('spec.replication.failoverDelaySeconds', 'zero', [0], M.atLeast(1), REPLICATED),
+  ...rejected('spec.replication.failoverDelaySeconds', 'too long', [301], M.atMost(300), REPLICATED),
+  ...rejected('spec.replication.maxLagBytes', 'negative', [-1], M.atLeast(0), REPLICATED),
+  ...accepted('spec.replication.failoverDelaySeconds', 'edge', [1, 300], REPLICATED),
+  ...rejected('spec.replication', 'on a standalone Cache', [{ failoverDelaySeconds: 5 }], M.replicatedOnly),
 
   // spec.auth.secretName: names a Secret.
   ...rejected('spec.auth.secretName', 'empty', [''], M.empty),

@@ -30,6 +30,8 @@
  * are not consistent in it; users come from `--system=users` (CREATE USER and
  * GRANT statements), not from copying the `mysql` schema's tables.
  */
+import { renderRoleDecision } from '../replication/start-decision.ts';
+import { renderFetchBackupFunctions } from '../backup/mariabackup.ts';
 
 /** The account the manager connects as, and replicas replicate with: never SUPER or ALL. */
 export const REPLICATION_USER = 'regulon_replication';
@@ -51,6 +53,11 @@ export const PORT = 3306;
 export interface MariadbSettings {
   /** Semi-synchronous replication: a commit waits until a replica has the transaction. */
   synchronous?: boolean;
+  /**
+   * spec.bootstrap.recovery: the first instance restores a backup from the
+   * object store (the recovery Secret) instead of making a new cluster.
+   */
+  restore?: boolean;
 }
 
 /**
@@ -221,6 +228,7 @@ SQL
   stop_local
   mv "$datadir.new" "$datadir"
 }
+${opts.restore ? renderRestore() : ''}
 # Points the data directory's replication at the client Service, from where it stands now.
 configure_replica() {
   local_sql <<SQL || { say "configuring replication failed"; exit 1; }
@@ -286,24 +294,7 @@ rejoin() {
   stop_local
 }
 
-rm -rf "$datadir.new"
-role=replica
-if [ ! -d "$datadir/mysql" ]; then
-  rm -rf "$datadir"
-  if designated && ! initialized; then
-    initialize
-    role=primary
-  else
-    # An empty volume of an existing cluster: waits until a primary serves (after a failover if this was it).
-    until ! designated && primary_up; do sleep 2; done
-    clone
-  fi
-elif designated && ! writable_peer; then
-  role=primary
-else
-  # Not the named primary, or named while another instance is still writable (the manager is moving the role).
-  rejoin
-fi
+${renderRoleDecision({ dataDir: '$datadir', hasData: '-d "$datadir/mysql"', follower: 'replica', rejoin: 'rejoin' })}
 say "starting as the $role (server_id $server_id)"
 rm -f ${STARTING_MARKER}
 if [ "$role" = primary ]; then
@@ -314,4 +305,57 @@ fi
 exec mariadbd --defaults-file=${CONFIG_MOUNT}/my.cnf --server-id=$server_id \\
   --report-host="$POD_NAME.$PEERS_HOST" --read-only=ON
 `;
+}
+
+/**
+ * spec.bootstrap.recovery: `initialize` redefined to restore a backup from
+ * the object store (the recovery Secret, see ../backup/mariabackup.ts): the
+ * stream fetched and unpacked (`mbstream -x`), `mariabackup --prepare`d,
+ * then, on a socket-only server, made this Database's: its binlog starts
+ * afresh from the backup's GTID (the history continues from it), the
+ * source's replication settings are dropped, the credentials Secret's user
+ * and the replication account get this Database's passwords and grants, and
+ * the cluster gets an identity of its own. Other accounts keep the passwords
+ * they had in the source. A failure ends the container (the kubelet starts
+ * it again, with back-off); replicas clone the restored primary as usual.
+ */
+function renderRestore(): string {
+  return `${renderFetchBackupFunctions()}
+initialize() {
+  say "restoring a backup instead of initialising a new cluster"
+  rm -rf "$datadir.new"
+  fetch_backup "$datadir.new" >"$run/manifest.json" || { say "fetching the backup failed"; exit 1; }
+  mariabackup --prepare --target-dir="$datadir.new" >"$run/prepare.log" 2>&1 \\
+    || { say "mariabackup --prepare failed:"; tail -n 20 "$run/prepare.log" >&2; exit 1; }
+  local gtid db app
+  # The GTID of the backup's last transaction, as mariabackup recorded it: binlog file, position, GTID.
+  gtid=$(cat "$datadir.new/mariadb_backup_binlog_info" "$datadir.new/xtrabackup_binlog_info" 2>/dev/null | awk 'NR == 1 {print $3}')
+  start_local "$datadir.new" existing
+  db=$(sql_name "$DATABASE")
+  app="$(sql_string "$SUPERUSER")@'%'"
+  local_sql <<SQL || { say "making the restored data this Database's failed"; exit 1; }
+-- Replication settings and position of the source are not for this cluster; the binlog starts
+-- afresh, its state the last GTID of the backup (gtid_slave_pos must not contradict the binlog: first).
+RESET SLAVE ALL;
+SET GLOBAL gtid_slave_pos = '';
+RESET MASTER;
+$([ -n "$gtid" ] && echo "SET GLOBAL gtid_binlog_state = $(sql_string "$gtid");")
+CREATE USER IF NOT EXISTS '${REPLICATION_USER}'@'%' IDENTIFIED BY $(sql_string "$REPLICATION_PASSWORD");
+ALTER USER '${REPLICATION_USER}'@'%' IDENTIFIED BY $(sql_string "$REPLICATION_PASSWORD");
+GRANT REPLICATION SLAVE, SLAVE MONITOR, BINLOG MONITOR, REPLICATION SLAVE ADMIN, READ_ONLY ADMIN,
+  REPLICATION MASTER ADMIN, SELECT, SHOW VIEW, TRIGGER, EVENT, LOCK TABLES, RELOAD, PROCESS ON *.* TO '${REPLICATION_USER}'@'%';
+CREATE USER IF NOT EXISTS $app IDENTIFIED BY $(sql_string "$SUPERUSER_PASSWORD");
+ALTER USER $app IDENTIFIED BY $(sql_string "$SUPERUSER_PASSWORD");
+GRANT ALL PRIVILEGES ON *.* TO $app WITH GRANT OPTION;
+REVOKE READ_ONLY ADMIN ON *.* FROM $app;
+CREATE DATABASE IF NOT EXISTS $db;
+CREATE DATABASE IF NOT EXISTS regulon;
+CREATE TABLE IF NOT EXISTS ${CLUSTER_TABLE} (id char(36) NOT NULL PRIMARY KEY) ENGINE=InnoDB;
+DELETE FROM ${CLUSTER_TABLE};
+INSERT INTO ${CLUSTER_TABLE} VALUES (uuid());
+SQL
+  stop_local
+  mv "$datadir.new" "$datadir"
+  say "restored the backup $(grep -o '"label":"[^"]*"' "$run/manifest.json" | cut -d'"' -f4)\${gtid:+ (GTID $gtid)}"
+}`;
 }

@@ -1,26 +1,61 @@
-import type { V1Container, V1EnvVar, V1Volume } from '@kubernetes/client-node';
+import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { restrictedContainerSecurityContext } from '@regulon/conventions';
 import type { DatabaseObject } from '../api.ts';
+import { instanceEnv } from '../replication/instance-env.ts';
 import { childNames } from '../names.ts';
+import {
+  BACKUP_CA_MOUNT,
+  CA_FILE,
+  ownRepository,
+  pgbackrestEnv,
+  RECOVERY_MOUNT,
+  renderArchiveWalScript,
+} from '../backup/pgbackrest.ts';
 import {
   CONFIG_MOUNT,
   DATA_MOUNT,
   PGDATA,
   renderHba,
+  renderRestoreWalScript,
   renderStartScript,
   STARTING_MARKER,
   TOPOLOGY_MOUNT,
 } from './start-script.ts';
 
 /** The files of the config ConfigMap beside postgresql.conf (all in its content hash: a change rolls the Pods). */
-export function postgresFiles(): Record<string, string> {
-  return { 'pg_hba.conf': renderHba(), 'start.sh': renderStartScript() };
+export function postgresFiles(db: DatabaseObject): Record<string, string> {
+  // The pgBackRest wrappers only where used: a Database without them renders (and hashes) as before.
+  return {
+    'pg_hba.conf': renderHba(),
+    'start.sh': renderStartScript(),
+    ...(db.spec.bootstrap?.recovery ? { 'restore-wal.sh': renderRestoreWalScript() } : {}),
+    ...(ownRepository(db) ? { 'pgbackrest-archive-push.sh': renderArchiveWalScript() } : {}),
+  };
 }
 
-const fromSecret = (name: string, secret: string, key: string, optional = false): V1EnvVar => ({
-  name,
-  valueFrom: { secretKeyRef: { name: secret, key, ...(optional ? { optional } : {}) } },
-});
+/**
+ * The volumes pgBackRest reads beside the data: the object store's CA bundle
+ * (spec.backup.objectStore.caSecret) and the recovery Secret
+ * (spec.bootstrap.recovery, resolved once by the reconciler). Secret volumes:
+ * neither is ever in a ConfigMap.
+ */
+export function pgbackrestVolumes(db: DatabaseObject): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
+  const volumes: V1Volume[] = [];
+  const mounts: V1VolumeMount[] = [];
+  const ca = ownRepository(db)?.caSecret;
+  if (ca) {
+    volumes.push({
+      name: 'backup-ca',
+      secret: { secretName: ca.name, items: [{ key: ca.key, path: CA_FILE }] },
+    });
+    mounts.push({ name: 'backup-ca', mountPath: BACKUP_CA_MOUNT, readOnly: true });
+  }
+  if (db.spec.bootstrap?.recovery) {
+    volumes.push({ name: 'recovery', secret: { secretName: childNames(db).recovery, defaultMode: 0o400 } });
+    mounts.push({ name: 'recovery', mountPath: RECOVERY_MOUNT, readOnly: true });
+  }
+  return { volumes, mounts };
+}
 
 /**
  * The postgres container: the start script decides, from the topology and
@@ -29,22 +64,13 @@ const fromSecret = (name: string, secret: string, key: string, optional = false)
  * alive means it is preparing its data or its postmaster responds.
  */
 export function postgresContainer(db: DatabaseObject, credentialsSecret: string, image: string): V1Container {
-  const n = childNames(db);
-  const ns = db.metadata.namespace!;
   return {
     name: 'postgres',
     image,
     command: ['bash', `${CONFIG_MOUNT}/start.sh`],
     ports: [{ name: 'postgres', containerPort: 5432 }],
-    env: [
-      { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-      { name: 'PRIMARY_HOST', value: `${n.clientService}.${ns}.svc` },
-      { name: 'PEERS_HOST', value: `${n.headlessService}.${ns}.svc` },
-      fromSecret('SUPERUSER', credentialsSecret, 'username'),
-      fromSecret('SUPERUSER_PASSWORD', credentialsSecret, 'password'),
-      fromSecret('DATABASE', credentialsSecret, 'database', true),
-      fromSecret('REPLICATION_PASSWORD', n.replicationCredentials, 'password'),
-    ],
+    // pgBackRest's settings after the instance's: pg1-user refers to $(SUPERUSER).
+    env: [...instanceEnv(db, credentialsSecret), ...pgbackrestEnv(db, PGDATA)],
     readinessProbe: {
       exec: {
         command: [
@@ -79,14 +105,7 @@ export function postgresContainer(db: DatabaseObject, credentialsSecret: string,
       { name: 'data', mountPath: DATA_MOUNT },
       { name: 'config', mountPath: CONFIG_MOUNT },
       { name: 'topology', mountPath: TOPOLOGY_MOUNT },
+      ...pgbackrestVolumes(db).mounts,
     ],
   };
-}
-
-export function postgresVolumes(db: DatabaseObject): V1Volume[] {
-  const n = childNames(db);
-  return [
-    { name: 'config', configMap: { name: n.config } },
-    { name: 'topology', configMap: { name: n.topology } },
-  ];
 }

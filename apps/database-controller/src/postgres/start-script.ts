@@ -14,10 +14,16 @@
  * - A new cluster is made (initdb) only by the named primary, only while the
  *   topology says the Database was never initialised: an empty volume later
  *   (a lost PVC) is filled by cloning the primary, never by a new empty one.
+ * - A Database with spec.bootstrap.recovery is made by restoring its source
+ *   (pgbackrest restore, then recovery to the target with the source's
+ *   archived WAL) in place of initdb, by the same instance at the same moment;
+ *   its replicas clone it as usual.
  * - A standby that was a primary once, or fell behind a promotion, is rewound
  *   to the primary's timeline (pg_rewind), or cloned afresh when that fails,
  *   before it starts: a former primary rejoins, it never diverges.
  */
+import { renderRoleDecision } from '../replication/start-decision.ts';
+import { RECOVERY_MOUNT, REDACT_SED, STANZA } from '../backup/pgbackrest.ts';
 
 /** The role the manager connects as, and replicas stream with: no superuser. */
 export const REPLICATION_USER = 'regulon_replication';
@@ -47,6 +53,17 @@ export function renderHba(): string {
     '',
   ].join('\n');
 }
+
+/** What the replication role may do (it is no superuser): the manager's probes, promotion, pg_rewind's reads. */
+const REPLICATION_GRANTS = `GRANT pg_monitor TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_control_system() TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_control_checkpoint() TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_promote(boolean, integer) TO ${REPLICATION_USER};
+-- What pg_rewind reads from the source: a former primary rejoins without a superuser.
+GRANT EXECUTE ON FUNCTION pg_ls_dir(text, boolean, boolean) TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO ${REPLICATION_USER};
+GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint, boolean) TO ${REPLICATION_USER};`;
 
 /**
  * The start script. Its environment (from the StatefulSet): POD_NAME,
@@ -88,6 +105,10 @@ writable_peer() {
   return 1
 }
 initialize() {
+  if [ -e ${RECOVERY_MOUNT}/TYPE ]; then
+    restore
+    return
+  fi
   say "initialising a new cluster"
   rm -rf "$PGDATA.new"
   initdb -D "$PGDATA.new" -U "$SUPERUSER" --pwfile=<(printf '%s' "$SUPERUSER_PASSWORD") \\
@@ -97,18 +118,63 @@ initialize() {
 \\getenv replication_password REPLICATION_PASSWORD
 \\getenv database DATABASE
 CREATE ROLE ${REPLICATION_USER} WITH LOGIN REPLICATION PASSWORD :'replication_password';
-GRANT pg_monitor TO ${REPLICATION_USER};
-GRANT EXECUTE ON FUNCTION pg_control_system() TO ${REPLICATION_USER};
-GRANT EXECUTE ON FUNCTION pg_control_checkpoint() TO ${REPLICATION_USER};
-GRANT EXECUTE ON FUNCTION pg_promote(boolean, integer) TO ${REPLICATION_USER};
--- What pg_rewind reads from the source: a former primary rejoins without a superuser.
-GRANT EXECUTE ON FUNCTION pg_ls_dir(text, boolean, boolean) TO ${REPLICATION_USER};
-GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO ${REPLICATION_USER};
-GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO ${REPLICATION_USER};
-GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint, boolean) TO ${REPLICATION_USER};
+${REPLICATION_GRANTS}
 SELECT format('CREATE DATABASE %I', :'database') WHERE :'database' <> 'postgres' \\gexec
 SQL
   pg_ctl -D "$PGDATA.new" -w -m fast stop >/dev/null || exit 1
+  mv "$PGDATA.new" "$PGDATA"
+}
+# The source repository's settings, from the recovery Secret, in place of the Database's own.
+source_repository() {
+  local v f
+  for v in $(compgen -e | grep '^PGBACKREST_REPO1_'); do unset "$v"; done
+  for f in ${RECOVERY_MOUNT}/REPO1_*; do export "PGBACKREST_$(basename "$f")=$(cat "$f")"; done
+}
+# spec.bootstrap.recovery: the source's backup restored, and recovered to its target with the source's
+# archived WAL, on a server no client reaches; then the operator's roles get this Database's passwords.
+restore() {
+  local r=${RECOVERY_MOUNT} type args
+  type=$(cat $r/TYPE)
+  args=(--type="$type")
+  [ -s $r/SET ] && args+=(--set="$(cat $r/SET)")
+  [ -s $r/TARGET ] && args+=(--target="$(cat $r/TARGET)")
+  [ "$type" != default ] && args+=(--target-action=promote)
+  say "restoring from the object store (recovery type $type)"
+  rm -rf "$PGDATA.new"
+  mkdir -m 0700 "$PGDATA.new"
+  ( source_repository && pgbackrest restore --pg1-path="$PGDATA.new" "\${args[@]}" ) 2>&1 | grep -v repo1-retention | sed -e '${REDACT_SED}' >&2
+  [ "\${PIPESTATUS[0]}" = 0 ] || { say "restore failed"; exit 1; }
+  rm -f "$PGDATA.new/postmaster.pid" "$PGDATA.new/standby.signal"
+  say "recovering"
+  pg_ctl -D "$PGDATA.new" -l "$data/recovery.log" -o "-c config_file=${CONFIG_MOUNT}/postgresql.conf -c data_directory=$PGDATA.new -c listen_addresses='' -c unix_socket_directories=/tmp -c archive_mode=off -c restore_command='bash ${CONFIG_MOUNT}/restore-wal.sh %f %p'" start >/dev/null || exit 1
+  local waited=0
+  until [ "$(psql -h /tmp -U "$SUPERUSER" -d postgres -tAXc 'select pg_is_in_recovery()' 2>/dev/null)" = f ]; do
+    if ! pg_ctl -D "$PGDATA.new" status >/dev/null; then
+      say "recovery stopped:"
+      tail -n 20 "$data/recovery.log" >&2
+      exit 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+    # A long replay says where it is; a superuser the restored data lacks says why it never ends.
+    [ $((waited % 30)) = 0 ] && say "still recovering after \${waited}s: $(tail -n 1 "$data/recovery.log")"
+  done
+  psql -h /tmp -U "$SUPERUSER" -d postgres -v ON_ERROR_STOP=1 -qX <<'SQL' || exit 1
+\\getenv superuser SUPERUSER
+\\getenv superuser_password SUPERUSER_PASSWORD
+\\getenv replication_password REPLICATION_PASSWORD
+-- The source's passwords stay with the source: this Database's Secrets open it.
+ALTER ROLE :"superuser" WITH PASSWORD :'superuser_password';
+-- A source not made by this operator has no replication role yet.
+SELECT 'CREATE ROLE ${REPLICATION_USER} WITH LOGIN REPLICATION' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '${REPLICATION_USER}') \\gexec
+ALTER ROLE ${REPLICATION_USER} WITH LOGIN REPLICATION PASSWORD :'replication_password';
+${REPLICATION_GRANTS}
+-- pgBackRest wrote the recovery settings (restore_command, the target) to postgresql.auto.conf: a
+-- replica cloned from here must never recover to the source's target or fetch the source's WAL.
+ALTER SYSTEM RESET ALL;
+SQL
+  pg_ctl -D "$PGDATA.new" -w -m fast stop >/dev/null || exit 1
+  rm -f "$data/recovery.log"
   mv "$PGDATA.new" "$PGDATA"
 }
 clone() {
@@ -133,24 +199,7 @@ rewind() {
   fi
 }
 
-rm -rf "$PGDATA.new"
-role=standby
-if [ ! -s "$PGDATA/PG_VERSION" ]; then
-  rm -rf "$PGDATA"
-  if designated && ! initialized; then
-    initialize
-    role=primary
-  else
-    # An empty volume of an existing cluster: waits until a primary serves (after a failover if this was it).
-    until ! designated && primary_up; do sleep 2; done
-    clone
-  fi
-elif designated && ! writable_peer; then
-  role=primary
-else
-  # Not the named primary, or named while another instance is still writable (the manager is moving the role).
-  rewind
-fi
+${renderRoleDecision({ dataDir: '$PGDATA', hasData: '-s "$PGDATA/PG_VERSION"', follower: 'standby', rejoin: 'rewind' })}
 if [ "$role" = primary ]; then
   rm -f "$PGDATA/standby.signal"
 else
@@ -161,5 +210,21 @@ rm -f ${STARTING_MARKER}
 exec postgres -D "$PGDATA" -c config_file=${CONFIG_MOUNT}/postgresql.conf -c data_directory="$PGDATA" \\
   -c primary_conninfo="host=$PRIMARY_HOST port=5432 user=${REPLICATION_USER} passfile=$PGPASSFILE application_name=$POD_NAME dbname=postgres" \\
   -c primary_slot_name="regulon_\${POD_NAME//-/_}"
+`;
+}
+
+/**
+ * restore_command while a restored cluster recovers (see restore() in the
+ * start script): archived WAL from the source repository, whose settings are
+ * the recovery Secret's, never the Database's own repository.
+ */
+export function renderRestoreWalScript(): string {
+  return `#!/bin/bash
+# Rendered by the Database controller (apps/database-controller/src/postgres/start-script.ts).
+set -u
+for v in $(compgen -e | grep '^PGBACKREST_REPO1_'); do unset "$v"; done
+for f in ${RECOVERY_MOUNT}/REPO1_*; do export "PGBACKREST_$(basename "$f")=$(cat "$f")"; done
+# postgres runs it in the data directory, which is not yet where PGBACKREST_PG1_PATH says.
+exec pgbackrest --stanza=${STANZA} --pg1-path="$PWD" archive-get "$1" "$2"
 `;
 }

@@ -1,17 +1,33 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { isNotFound, Kinds } from '@regulon/client';
+import { ignoreNotFound, isConflict, Kinds } from '@regulon/client';
 import type { Context } from '@regulon/runtime';
 import { Database, type DatabaseObject } from '../api.ts';
 import { topologyConfigMap, topologyOf } from '../children.ts';
 import { childNames, ordinalOf, podName, ROLE_LABEL, selector } from '../names.ts';
-import { probe, promote, syncSlots, type Endpoint, type Probe } from '../postgres/instance.ts';
-import { slotName } from '../postgres/start-script.ts';
-import { plan, type Member, type Plan, type Role, type Step, type Topology } from './plan.ts';
+import { driverFor, type Endpoint, type InstanceDriver, type Observation } from './driver.ts';
+import {
+  carryOutStep,
+  isInstancePod,
+  memberOf,
+  outdated,
+  plan,
+  podReady,
+  requeueAfter as nextReconcile,
+  roleLabelChanges,
+  rollingRevision as revisionOf,
+  type Member,
+  type Plan,
+  type Role,
+  type Step,
+  type Topology,
+  TroubleClock,
+} from '@regulon/conventions';
+
+export { TroubleClock };
 
 /** A user asks for a switchover by naming the instance (Pod) that should become the primary. */
 export const SWITCHOVER_ANNOTATION = 'regulon.dev/switchover-to';
 const DEFAULT_FAILOVER_DELAY_S = 10;
-const DEFAULT_MAX_LAG_BYTES = 16 * 1024 * 1024;
 
 /** What the reconcile saw of the instances, for the status. */
 export interface ReplicationView {
@@ -19,22 +35,11 @@ export interface ReplicationView {
   replicated: boolean;
   topology: Topology;
   members: Member[];
-  probes: Map<string, Probe>;
+  /** What each instance's server answered (replicated Databases only). */
+  observations: Map<string, Observation>;
+  /** What the status calls the lag (`Server.lsn` units). */
+  lagUnit: InstanceDriver['lagUnit'];
   plan: Plan;
-}
-
-/** When each instance's trouble began, as this manager first saw it (a new leader starts counting afresh: it only waits longer). */
-export class TroubleClock {
-  readonly #since = new Map<string, number>();
-  mark(key: string, now: number): number {
-    const t = this.#since.get(key);
-    if (t !== undefined) return t;
-    this.#since.set(key, now);
-    return now;
-  }
-  clear(key: string): void {
-    this.#since.delete(key);
-  }
 }
 
 /**
@@ -44,13 +49,11 @@ export class TroubleClock {
  * recorded yet.
  */
 export async function recordedTopology(db: DatabaseObject, ctx: Context): Promise<Topology | undefined> {
-  const cm = await ctx.client
-    .resource(Kinds.ConfigMap)
-    .get(childNames(db).topology, { namespace: db.metadata.namespace!, signal: ctx.signal })
-    .catch((err: unknown) => {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    });
+  const cm = await ignoreNotFound(
+    ctx.client
+      .resource(Kinds.ConfigMap)
+      .get(childNames(db).topology, { namespace: db.metadata.namespace!, signal: ctx.signal }),
+  );
   return topologyOf(cm);
 }
 
@@ -63,16 +66,6 @@ export function firstTopology(db: DatabaseObject): Topology {
 export function instanceCount(db: DatabaseObject, t: Topology): number {
   return Math.max(db.spec.replicas, ordinalOf(db, t.primary) + 1);
 }
-
-/** `<name>-<ordinal>`: the StatefulSet's Pods, not the backup Jobs' Pods that carry the same labels. */
-function isInstancePod(db: DatabaseObject, pod: string | undefined): boolean {
-  const prefix = `${db.metadata.name}-`;
-  return !!pod?.startsWith(prefix) && /^\d+$/.test(pod.slice(prefix.length));
-}
-
-const readyOf = (pod: V1Pod) =>
-  pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-const ms = (t: Date | string | undefined) => (t ? new Date(t).getTime() : undefined);
 
 /**
  * Observes the instances, decides with plan(), and carries out one step:
@@ -96,69 +89,46 @@ export async function reconcileReplication(
         .join(','),
       signal: ctx.signal,
     })
-  ).items.filter((p) => isInstancePod(db, p.metadata?.name));
+  ).items.filter((p) => isInstancePod(db.metadata.name!, p.metadata?.name));
   const byName = new Map(pods.map((p) => [p.metadata!.name!, p]));
   const replicated = db.spec.replicas > 1 || pods.length > 1 || topology.primary !== podName(db, 0);
 
-  const probes = new Map<string, Probe>();
+  const driver = driverFor(db.spec.engine);
+  const observations = new Map<string, Observation>();
   // Read once per reconcile, used for every connection it makes, never kept past it.
-  const password =
-    replicated && db.spec.engine === 'postgres' ? await replicationPassword(db, ctx) : undefined;
-  if (password) {
+  const password = replicated && driver ? await replicationPassword(db, ctx) : undefined;
+  if (password && driver) {
     await Promise.all(
       pods.map(async (p) => {
         const ip = p.status?.podIP;
         if (!ip) return;
-        probes.set(p.metadata!.name!, await probe({ host: ip, password, signal: ctx.signal }));
+        observations.set(p.metadata!.name!, await driver.observe({ host: ip, password, signal: ctx.signal }));
       }),
     );
   }
 
+  const updateRevision = replicated ? await rollingRevision(db, ctx) : undefined;
   const names = new Set([...Array.from({ length: instances }, (_, i) => podName(db, i)), ...byName.keys()]);
   const members: Member[] = [...names].map((name) => {
     const pod = byName.get(name);
-    const p = probes.get(name);
-    const ready = pod ? readyOf(pod) : false;
+    const o = observations.get(name);
     const server =
-      p?.reachable === true
-        ? {
-            writable: !p.inRecovery,
-            systemId: p.systemId,
-            timeline: p.timeline,
-            lsn: p.lsn,
-            replayLsn: p.replayLsn,
-            streaming: p.receiver === 'streaming',
-          }
+      o?.reachable === true
+        ? o.server
         : // One instance is not polled over SQL: its readiness (a query with the credentials) is the evidence.
-          !replicated && ready
+          !replicated && pod && podReady(pod)
           ? { writable: true, systemId: '', timeline: 0, lsn: 0n, replayLsn: 0n, streaming: false }
           : undefined;
-    const key = `${db.metadata.uid}/${name}`;
-    const healthy = ready && server !== undefined;
-    let troubleSince: number | undefined;
-    if (healthy) clock.clear(key);
-    else {
-      // The kubelet's word on when it stopped serving: only a Ready=False condition says so (a
-      // ready Pod whose server does not answer has been in trouble since this manager saw it).
-      const readyCondition = pod?.status?.conditions?.find((c) => c.type === 'Ready');
-      const notReadySince =
-        pod && !ready
-          ? readyCondition?.status === 'False'
-            ? ms(readyCondition.lastTransitionTime)
-            : ms(pod.metadata?.creationTimestamp)
-          : undefined;
-      troubleSince = Math.min(clock.mark(key, now), notReadySince ?? now);
-    }
-    return {
-      pod: name,
+    return memberOf({
+      name,
       ordinal: ordinalOf(db, name),
-      uid: pod?.metadata?.uid,
-      createdAt: ms(pod?.metadata?.creationTimestamp),
-      deleting: !!pod?.metadata?.deletionTimestamp,
-      ready,
-      troubleSince,
+      pod,
       server,
-    };
+      clock,
+      key: `${db.metadata.uid}/${name}`,
+      now,
+      outdated: outdated(pod, updateRevision),
+    });
   });
 
   const switchoverTo = db.metadata.annotations?.[SWITCHOVER_ANNOTATION];
@@ -168,49 +138,61 @@ export async function reconcileReplication(
     topology,
     systemId: db.status?.systemIdentifier,
     failoverDelayMs: (db.spec.replication?.failoverDelaySeconds ?? DEFAULT_FAILOVER_DELAY_S) * 1000,
-    maxLagBytes: BigInt(db.spec.replication?.maxLagBytes ?? DEFAULT_MAX_LAG_BYTES),
+    maxLag: driver?.maxLag(db) ?? 0n,
     now,
     switchoverTo,
   });
   // A single instance serves reads too: it is the primary, and no read-only Service exists.
   await labelRoles(db, ctx, byName, decided.roles);
-  const seen: Seen = { pods: byName, probes, password };
+  const seen: Seen = { pods: byName, observations, password, driver };
   if (decided.step) await carryOut(db, ctx, decided.step, topology, seen, now);
-  else if (decided.currentPrimary && password)
-    await keepSlots(ctx, decided.currentPrimary, instances, seen, db);
+  else if (decided.currentPrimary) await tendPrimary(ctx, decided.currentPrimary, instances, seen, db);
   if (switchoverTo && (switchoverTo === decided.currentPrimary || decided.step?.kind === 'refuseSwitchover'))
     await clearSwitchover(db, ctx);
   if (decided.waiting) ctx.log.info({ waiting: decided.waiting }, 'replication');
 
-  const view: ReplicationView = { replicated, topology, members, probes, plan: decided };
+  const view: ReplicationView = {
+    replicated,
+    topology,
+    members,
+    observations,
+    lagUnit: driver?.lagUnit ?? 'bytes',
+    plan: decided,
+  };
   if (!replicated) return { view, requeueAfter: decided.step ? 1000 : undefined };
-  const requeueAfter = decided.step
-    ? 500
-    : decided.recheckInMs !== undefined
-      ? Math.min(decided.recheckInMs + 100, 5000)
-      : decided.waiting
-        ? 2000
-        : 10_000;
-  return { view, requeueAfter };
+  return { view, requeueAfter: nextReconcile(decided) };
+}
+
+/**
+ * The template revision the Pods should run, when the manager replaces them
+ * (OnDelete): read from the API server, not the cache (see revisionOf).
+ */
+async function rollingRevision(db: DatabaseObject, ctx: Context): Promise<string | undefined> {
+  return revisionOf(
+    await ignoreNotFound(
+      ctx.client
+        .resource(Kinds.StatefulSet)
+        .get(childNames(db).statefulSet, { namespace: db.metadata.namespace!, signal: ctx.signal }),
+    ),
+  );
 }
 
 async function replicationPassword(db: DatabaseObject, ctx: Context): Promise<string | undefined> {
-  const secret = await ctx.client
-    .resource(Kinds.Secret)
-    .get(childNames(db).replicationCredentials, { namespace: db.metadata.namespace!, signal: ctx.signal })
-    .catch((err: unknown) => {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    });
+  const secret = await ignoreNotFound(
+    ctx.client
+      .resource(Kinds.Secret)
+      .get(childNames(db).replicationCredentials, { namespace: db.metadata.namespace!, signal: ctx.signal }),
+  );
   const b64 = secret?.data?.['password'];
   return b64 ? Buffer.from(b64, 'base64').toString('utf8') : undefined;
 }
 
-/** What this reconcile observed of the instances, and the password it connects with. */
+/** What this reconcile observed of the instances, the password it connects with, and the engine's driver. */
 interface Seen {
   pods: Map<string, V1Pod>;
-  probes: Map<string, Probe>;
+  observations: Map<string, Observation>;
   password: string | undefined;
+  driver: InstanceDriver | undefined;
 }
 
 function endpoint(pods: Map<string, V1Pod>, name: string, password: string, ctx: Context): Endpoint {
@@ -219,7 +201,7 @@ function endpoint(pods: Map<string, V1Pod>, name: string, password: string, ctx:
   return { host, password, signal: ctx.signal };
 }
 
-async function carryOut(
+function carryOut(
   db: DatabaseObject,
   ctx: Context,
   step: Step,
@@ -227,43 +209,36 @@ async function carryOut(
   seen: Seen,
   now: number,
 ): Promise<void> {
-  switch (step.kind) {
-    case 'topology': {
-      const moved = step.topology.primary !== topology.primary;
-      await ctx.apply([topologyConfigMap(db, { ...step.topology, since: moved ? now : topology.since })]);
-      if (step.reason === 'Failover') ctx.warn('FailoverStarted', step.message);
-      else
-        ctx.event('Normal', step.reason === 'Switchover' ? 'SwitchoverStarted' : 'Initialized', step.message);
-      ctx.log.info({ primary: step.topology.primary, reason: step.reason }, step.message);
-      return;
-    }
-    case 'fence': {
-      ctx.warn('Fencing', step.message);
-      await ctx.client
-        .resource(Kinds.Pod)
-        .delete(step.pod, {
-          namespace: db.metadata.namespace!,
-          preconditions: { uid: step.uid },
-          // Unclean: a short grace; the object still goes only once the kubelet has stopped the containers.
-          ...(step.graceful ? {} : { gracePeriodSeconds: 1 }),
-          signal: ctx.signal,
-        })
-        .catch((err: unknown) => {
-          if (!isNotFound(err)) throw err;
-        });
-      return;
-    }
-    case 'promote': {
-      if (!seen.password || !seen.probes.get(step.pod)?.reachable) return;
-      await promote(endpoint(seen.pods, step.pod, seen.password, ctx));
-      ctx.event('Normal', 'Promoted', `${step.pod} is the primary now`);
-      ctx.log.info({ primary: step.pod }, 'promoted');
-      return;
-    }
-    case 'refuseSwitchover':
-      ctx.warn('SwitchoverRefused', step.message);
-      return;
-  }
+  return carryOutStep(ctx, step, topology, now, {
+    recordTopology: async (t) => void (await ctx.apply([topologyConfigMap(db, t)])),
+    deletePod: (pod, uid, grace) => deletePod(db, ctx, pod, uid, grace),
+    promote: async (pod) => {
+      if (!seen.password || !seen.driver || !seen.observations.get(pod)?.reachable) return false;
+      await seen.driver.promote(endpoint(seen.pods, pod, seen.password, ctx), db);
+      return true;
+    },
+  });
+}
+
+/** Deletes the Pod this reconcile saw (its uid), not one the StatefulSet has made since. */
+async function deletePod(
+  db: DatabaseObject,
+  ctx: Context,
+  pod: string,
+  uid: string,
+  gracePeriodSeconds?: number,
+): Promise<void> {
+  await ignoreNotFound(
+    ctx.client.resource(Kinds.Pod).delete(pod, {
+      namespace: db.metadata.namespace!,
+      preconditions: { uid },
+      ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}),
+      signal: ctx.signal,
+    }),
+  ).catch((err: unknown) => {
+    // The uid precondition failed: that Pod is gone already, and its successor is not the one planned for.
+    if (!isConflict(err)) throw err;
+  });
 }
 
 /** Sets or removes the role label of each Pod; a Service follows it at once. */
@@ -273,53 +248,46 @@ async function labelRoles(
   pods: Map<string, V1Pod>,
   roles: Map<string, Role | undefined>,
 ): Promise<void> {
-  for (const [name, pod] of pods) {
-    const want = roles.get(name);
-    if (pod.metadata?.labels?.[ROLE_LABEL] === want || pod.metadata?.deletionTimestamp) continue;
-    await ctx.client
-      .resource(Kinds.Pod)
-      .patch(
-        name,
-        { metadata: { labels: { [ROLE_LABEL]: want ?? null } } },
-        { type: 'merge', namespace: db.metadata.namespace!, signal: ctx.signal },
-      )
-      .catch((err: unknown) => {
-        if (!isNotFound(err)) throw err;
-      });
-  }
+  for (const { pod, role } of roleLabelChanges(pods, roles, ROLE_LABEL))
+    await ignoreNotFound(
+      ctx.client
+        .resource(Kinds.Pod)
+        .patch(
+          pod,
+          { metadata: { labels: { [ROLE_LABEL]: role } } },
+          { type: 'merge', namespace: db.metadata.namespace!, signal: ctx.signal },
+        ),
+    );
 }
 
-/** One slot on the primary for each other instance the StatefulSet runs; the rest dropped once unused. */
-async function keepSlots(
+/** The engine's upkeep on the primary for each other instance the StatefulSet runs (postgres: its slot). */
+async function tendPrimary(
   ctx: Context,
   primary: string,
   instances: number,
   seen: Seen,
   db: DatabaseObject,
 ): Promise<void> {
-  const password = seen.password;
-  if (!password) return;
-  const wanted = Array.from({ length: instances }, (_, i) => podName(db, i))
-    .filter((p) => p !== primary)
-    .map(slotName);
+  const { password, driver } = seen;
+  if (!password || !driver) return;
+  const others = Array.from({ length: instances }, (_, i) => podName(db, i)).filter((p) => p !== primary);
   try {
-    const { created, dropped } = await syncSlots(endpoint(seen.pods, primary, password, ctx), wanted);
-    if (created.length || dropped.length) ctx.log.info({ created, dropped }, 'replication slots');
+    const changed = await driver.tendPrimary(endpoint(seen.pods, primary, password, ctx), others);
+    if (changed) ctx.log.info({ primary }, changed);
   } catch (err) {
-    // The primary went away since it was probed: the next observation decides what that means.
-    ctx.log.info({ err: (err as Error).message }, 'replication slots not synced');
+    // The primary went away since it was observed: the next observation decides what that means.
+    ctx.log.info({ err: (err as Error).message }, 'primary upkeep not done');
   }
 }
 
 async function clearSwitchover(db: DatabaseObject, ctx: Context): Promise<void> {
-  await ctx.client
-    .resource(Database)
-    .patch(
-      db.metadata.name!,
-      { metadata: { annotations: { [SWITCHOVER_ANNOTATION]: null } } },
-      { type: 'merge', namespace: db.metadata.namespace!, signal: ctx.signal },
-    )
-    .catch((err: unknown) => {
-      if (!isNotFound(err)) throw err;
-    });
+  await ignoreNotFound(
+    ctx.client
+      .resource(Database)
+      .patch(
+        db.metadata.name!,
+        { metadata: { annotations: { [SWITCHOVER_ANNOTATION]: null } } },
+        { type: 'merge', namespace: db.metadata.namespace!, signal: ctx.signal },
+      ),
+  );
 }

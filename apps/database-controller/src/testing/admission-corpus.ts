@@ -195,6 +195,26 @@ export const DATABASE_CASES: AdmissionCase[] = [
   ...rejected('spec.replicas', 'negative', [-1], M.atLeast(1)),
   ...rejected('spec.replicas', 'too many', [6], M.atMost(5)),
   ...rejected('spec.replicas', 'wrong type', ['3', 1.5], M.type('integer')),
+  // Replication: postgres and mariadb replicate; mysql runs one instance.
+  ...accepted('spec.replicas', 'replicated engine', [3], {
+    'spec.engine': 'mariadb',
+    'spec.version': '10.11.11',
+  }),
+  {
+    field: 'spec.replicas',
+    value: 3,
+    form: 'mysql with replicas',
+    with: { 'spec.engine': 'mysql', 'spec.version': '8.4.4' },
+    rejected: /a mysql Database runs one instance \(replicas: 1\).*Use postgres or mariadb for replicas/,
+  },
+  {
+    field: 'spec.replication.synchronous',
+    value: true,
+    form: 'synchronous with one instance',
+    rejected: /synchronous replication needs replicas >= 2/,
+  },
+  ...accepted('spec.replication.maxLagTransactions', 'a bound', [0, 50_000], { 'spec.engine': 'mariadb' }),
+  ...rejected('spec.replication.maxLagTransactions', 'negative', [-1], M.atLeast(0)),
   ...rejected('spec.pvcRetentionPolicy', 'unknown policy', ['Keep', 'retain'], M.unsupported),
   ...rejected('spec.allowMajorVersionUpgrade', 'wrong type', ['yes'], M.type('boolean')),
 ];

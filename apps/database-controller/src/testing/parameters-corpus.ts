@@ -17,7 +17,7 @@ export function databaseWith(
     metadata,
     spec: {
       engine,
-      version: engine === 'postgres' ? '16.6' : '8.4.4',
+      version: { postgres: '16.6', mysql: '8.4.4', mariadb: '10.11.11' }[engine],
       replicas: 1,
       storage: { size: '1Gi' },
       parameters,
@@ -99,7 +99,7 @@ export const PARAMETER_ROWS: Row[] = [
     rejected: named(NAME, 'work_mem\nport'),
   },
   // Every reserved name, exactly and as case / `-` / `_` variants.
-  ...(['postgres', 'mysql'] as const).flatMap((engine) =>
+  ...(['postgres', 'mysql', 'mariadb'] as const).flatMap((engine) =>
     RESERVED_PARAMETERS[engine].flatMap((name) =>
       [name, ...variants(name)]
         // postgres names have no `-`: a swapped spelling is refused as a name instead.
@@ -120,6 +120,21 @@ export const PARAMETER_ROWS: Row[] = [
       parameters: { [n]: '1' },
       rejected: named(RESERVED, n),
     })),
+  // mariadbd strips them the same way, before the replication settings it reserves.
+  ...['loose-server-id', 'loose_gtid_strict_mode', 'skip-log-slave-updates', 'disable_read_only']
+    .concat(['LOOSE-SYNC-BINLOG', 'maximum-rpl_semi_sync_master_timeout'])
+    .map((n): Row => ({
+      what: `mariadb: prefixed ${n}`,
+      engine: 'mariadb',
+      parameters: { [n]: '1' },
+      rejected: named(RESERVED, n),
+    })),
+  // A setting mariadb reserves for replication is mysql's to set (it runs one instance).
+  {
+    what: 'mysql: accepted sync_binlog, which mariadb reserves',
+    engine: 'mysql',
+    parameters: { sync_binlog: '0' },
+  },
   // Names outside the engine's grammar: directives, comments, sections, separators, whitespace.
   ...(
     [
@@ -135,6 +150,8 @@ export const PARAMETER_ROWS: Row[] = [
   })),
   ...(
     [
+      ['mariadb', '!include'],
+      ['mariadb', 'wsrep.a.b'],
       ['mysql', '!include'],
       ['mysql', '!includedir'],
       ['mysql', '[client]'],
@@ -208,6 +225,8 @@ export const PARAMETER_ROWS: Row[] = [
       ['mysql', { 'skip-name-resolve': 'ON', 'validate_password.length': '12', 'loose-x': '1' }],
       ['mysql', { init_connect: "SET NAMES 'utf8mb4' # ; =", sql_mode: 'STRICT_TRANS_TABLES,NO_ZERO_DATE' }],
       ['mysql', { reportport: '1', portx: '1', 'ssl-ca': '/x', 'Max-Connections': '1' }],
+      ['mariadb', { 'innodb-buffer-pool-size': '256M', max_connections: '200', server_audit_logging: 'ON' }],
+      ['mariadb', { 'loose-x': '1', slave_parallel_threads: '4', 'report-port': '1' }],
     ] as const
   ).map(([engine, parameters]): Row => ({
     what: `${engine}: accepted ${Object.keys(parameters).slice(0, 3).join(', ')}`,

@@ -1,18 +1,21 @@
-// The workload the real-node replication tests run against a Database:
+// The workload the real-node replication tests run against a Database, for
+// the engines that run for real (postgres, mariadb):
 //
 // - a writer Pod that inserts ids 1, 2, 3, ... through the client Service by
-//   DNS name, one short-lived psql each, and logs `ack <id> <epoch-ms>` only
-//   for an insert psql reported committed — the acknowledged writes;
+//   DNS name, one short-lived client (psql, mariadb) each, and logs
+//   `ack <id> <epoch-ms>` only for an insert the client reported committed —
+//   the acknowledged writes;
 // - a role sampler in the test process that asks every instance Pod, every
 //   200 ms, whether it is writable — to prove there were never two;
 // - row counts read from any instance, so a test computes the acknowledged
 //   writes lost as `acked − present`.
 //
 // Credentials come from the Database's credentials Secret through the API and
-// are never printed: the writer Pod takes the URI from the Secret itself.
-import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+// are never printed: the writer Pod takes them from the Secret itself.
+import type { V1EnvVar, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Kinds, isNotFound, type KubeClient } from '@regulon/client';
 import { eventually } from '@regulon/testenv';
+import mysql from 'mysql2/promise';
 import pg from 'pg';
 
 /** The table the writer fills; one row per acknowledged id. */
@@ -20,6 +23,11 @@ export const LOAD_TABLE = 'regulon_load';
 export const CLIENT_IMAGE = 'regulon.local/client:12';
 /** Sampler cadence the issue asks for. */
 export const SAMPLE_INTERVAL_MS = 200;
+
+/** The engines this workload drives; every option's default is postgres's. */
+export type WorkloadEngine = 'postgres' | 'mariadb';
+/** The port an instance Pod serves its engine on. */
+export const ENGINE_PORT: Record<WorkloadEngine, number> = { postgres: 5432, mariadb: 3306 };
 
 // ---------------------------------------------------------------------------
 // Credentials
@@ -105,12 +113,17 @@ export interface WriterOptions {
   /** The writer Pod's name; default `<db>-load-writer`. */
   name?: string;
   secretName?: string;
-  /** The Secret key holding `postgresql://user:pw@<db>.<ns>.svc:5432/app`; default `uri`. */
+  /** Default postgres. */
+  engine?: WorkloadEngine;
+  /**
+   * postgres: the Secret key holding `postgresql://user:pw@<db>.<ns>.svc:5432/app`; default `uri`.
+   * (The mariadb client takes no URI: it reads the keys host, port, username, password, database.)
+   */
   uriKey?: string;
   image?: string;
-  /** At most this many inserts a second; default: as fast as psql goes. */
+  /** At most this many inserts a second; default: as fast as the client goes. */
   maxPerSecond?: number;
-  /** Kills a psql that hangs (a dead primary's connection) after this long; default 5 s. */
+  /** Kills a client that hangs (a dead primary's connection) after this long; default 5 s. */
   statementTimeoutSeconds?: number;
   /** How long to wait for the Pod to run; default 120 s. */
   startTimeoutMs?: number;
@@ -126,9 +139,9 @@ export interface WriteFailure {
   /** The id being retried (0: creating the table). */
   id: number;
   atMs: number;
-  /** psql's exit status; 124 when the statement timeout killed it. */
+  /** The client's exit status; 124 when the statement timeout killed it. */
   exitCode: number;
-  /** psql's first error line, printed when it differs from the previous failure's. */
+  /** The client's first error line, printed when it differs from the previous failure's. */
   message?: string;
 }
 
@@ -174,38 +187,79 @@ export interface Writer {
 }
 
 /**
- * The writer's loop, POSIX sh (dash). `ack` is printed only when psql exits 0;
- * a failed insert retries the same id, and `on conflict do nothing` makes a
- * retry of an insert that committed anyway succeed without a second row, so
- * ids stay contiguous and each acked id is one row. psql's own output and
- * errors are not logged line by line: the log must stay small (the kubelet
- * rotates it, and the API serves only the current file).
+ * What differs between the engines in the writer's loop: the client that runs
+ * one statement in a fresh session, and the two statements. Both inserts make
+ * a retry of an insert that committed anyway succeed without a second row.
+ */
+const WRITER_SQL: Record<
+  WorkloadEngine,
+  {
+    run(timeout: number): string;
+    /** The line of `$out` the log keeps of a failure. */
+    message: string;
+    create(table: string): string;
+    insert(table: string): string;
+  }
+> = {
+  postgres: {
+    message: `printf '%s' "$out" | grep -v '^$' | head -n 1`,
+    run: (timeout) => `timeout ${timeout} psql "$DATABASE_URI" -X -q -A -t -v ON_ERROR_STOP=1 -c "$1"`,
+    create: (table) =>
+      `create table if not exists ${table} (id bigint primary key, at timestamptz default now())`,
+    insert: (table) => `insert into ${table} (id) values ($id) on conflict do nothing`,
+  },
+  mariadb: {
+    // --no-defaults: no option file of the image changes what is tested; the password comes
+    // from MYSQL_PWD (the environment, never a command line); TCP to the Service's name.
+    run: (timeout) =>
+      `timeout ${timeout} mariadb --no-defaults --protocol=TCP --connect-timeout=2 -h "$DB_HOST" -P "$DB_PORT" -u "$DB_USER" -D "$DB_NAME" -N -B -e "$1"`,
+    // The client echoes the failed statement before its ERROR line.
+    message: `{ printf '%s' "$out" | grep -m 1 '^ERROR' || printf '%s' "$out" | grep -v '^$' | head -n 1; }`,
+    create: (table) =>
+      `create table if not exists ${table} (id bigint primary key, at timestamp(3) not null default current_timestamp(3)) engine=InnoDB`,
+    insert: (table) => `insert into ${table} (id) values ($id) on duplicate key update id = id`,
+  },
+};
+
+/**
+ * The writer's loop, POSIX sh (dash). `ack` is printed only when the client
+ * (psql, mariadb) exits 0; a failed insert retries the same id, and the
+ * insert is idempotent (see WRITER_SQL) so ids stay contiguous and each
+ * acked id is one row. The client's own output and errors are not logged
+ * line by line: the log must stay small (the kubelet rotates it, and the API
+ * serves only the current file).
  */
 export function writerScript(
-  opts: { table?: string; pauseSeconds?: number; statementTimeoutSeconds?: number } = {},
+  opts: {
+    engine?: WorkloadEngine;
+    table?: string;
+    pauseSeconds?: number;
+    statementTimeoutSeconds?: number;
+  } = {},
 ): string {
+  const sql = WRITER_SQL[opts.engine ?? 'postgres'];
   const table = opts.table ?? LOAD_TABLE;
   const timeout = opts.statementTimeoutSeconds ?? 5;
   const pace = opts.pauseSeconds ? `    sleep ${opts.pauseSeconds.toFixed(3)}` : '    :';
   return `set -u
 now() { date +%s%3N; }
-# One statement in a fresh session; psql's output in $out, its status returned.
-run() { out=$(timeout ${timeout} psql "$DATABASE_URI" -X -q -A -t -v ON_ERROR_STOP=1 -c "$1" 2>&1); }
+# One statement in a fresh session; the client's output in $out, its status returned.
+run() { out=$(${sql.run(timeout)} 2>&1); }
 last=
 failed() {
-  msg=$(printf '%s' "$out" | grep -v '^$' | head -n 1 | cut -c 1-200)
+  msg=$(${sql.message} | cut -c 1-200)
   if [ "$msg" != "$last" ]; then echo "fail $1 $(now) $2 $msg"; last=$msg; else echo "fail $1 $(now) $2"; fi
   # A refused connection fails at once: this keeps the retries from flooding the log.
   sleep 0.05
 }
 echo "start $(now)"
-until run "create table if not exists ${table} (id bigint primary key, at timestamptz default now())"; do
+until run "${sql.create(table)}"; do
   failed 0 $?
 done
 echo "table $(now)"
 id=1
 while :; do
-  if run "insert into ${table} (id) values ($id) on conflict do nothing"; then
+  if run "${sql.insert(table)}"; then
     echo "ack $id $(now)"
     id=$((id + 1))
 ${pace}
@@ -252,7 +306,31 @@ export function outagesOf(acks: readonly Ack[], minMs = 500): Outage[] {
   return gaps;
 }
 
-/** The writer Pod: restricted Pod Security, the URI straight from the Secret. */
+/** The writer's environment: the connection, each value straight from the credentials Secret. */
+function writerEnv(opts: Omit<WriterOptions, 'client'>): V1EnvVar[] {
+  const secret = opts.secretName ?? `${opts.db}-credentials`;
+  const fromSecret = (name: string, key: string): V1EnvVar => ({
+    name,
+    valueFrom: { secretKeyRef: { name: secret, key } },
+  });
+  if (opts.engine === 'mariadb')
+    return [
+      fromSecret('DB_HOST', 'host'),
+      fromSecret('DB_PORT', 'port'),
+      fromSecret('DB_USER', 'username'),
+      fromSecret('DB_NAME', 'database'),
+      // The client reads the password from here when no option gives one.
+      fromSecret('MYSQL_PWD', 'password'),
+    ];
+  return [
+    fromSecret('DATABASE_URI', opts.uriKey ?? 'uri'),
+    // libpq's own limit on connecting; the statement limit is `timeout` in the script.
+    { name: 'PGCONNECT_TIMEOUT', value: '2' },
+    { name: 'PGAPPNAME', value: 'regulon-load-writer' },
+  ];
+}
+
+/** The writer Pod: restricted Pod Security, the credentials straight from the Secret. */
 export function writerPod(opts: Omit<WriterOptions, 'client'>): V1Pod {
   const name = opts.name ?? `${opts.db}-load-writer`;
   return {
@@ -282,26 +360,14 @@ export function writerPod(opts: Omit<WriterOptions, 'client'>): V1Pod {
             'sh',
             '-c',
             writerScript({
+              ...(opts.engine ? { engine: opts.engine } : {}),
               ...(opts.maxPerSecond ? { pauseSeconds: 1 / opts.maxPerSecond } : {}),
               ...(opts.statementTimeoutSeconds
                 ? { statementTimeoutSeconds: opts.statementTimeoutSeconds }
                 : {}),
             }),
           ],
-          env: [
-            {
-              name: 'DATABASE_URI',
-              valueFrom: {
-                secretKeyRef: {
-                  name: opts.secretName ?? `${opts.db}-credentials`,
-                  key: opts.uriKey ?? 'uri',
-                },
-              },
-            },
-            // libpq's own limit on connecting; the statement limit is `timeout` in the script.
-            { name: 'PGCONNECT_TIMEOUT', value: '2' },
-            { name: 'PGAPPNAME', value: 'regulon-load-writer' },
-          ],
+          env: writerEnv(opts),
           securityContext: {
             allowPrivilegeEscalation: false,
             capabilities: { drop: ['ALL'] },
@@ -414,7 +480,11 @@ export interface InstanceSample {
   name: string;
   ip: string | undefined;
   role: InstanceRole;
-  /** Why it was unreachable: no IP yet, still connecting, timed out, or the error's message. */
+  /**
+   * Why it was unreachable: no IP yet, still connecting, timed out, or the
+   * error's message; for a reachable one, anything odd about its role (a
+   * mariadb instance writable while a replication thread runs).
+   */
   reason?: string;
 }
 
@@ -452,7 +522,9 @@ export interface RoleSamplerOptions {
   intervalMs?: number;
   /** Default 500 ms; a connect still under way spans rounds (those rounds say `unreachable`). */
   connectTimeoutMs?: number;
-  /** Default 5432. */
+  /** Default postgres. */
+  engine?: WorkloadEngine;
+  /** Default the engine's: 5432, 3306. */
   port?: number;
 }
 
@@ -467,28 +539,100 @@ export interface RoleSampler {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-const WRITABLE_SQL =
+/** What one probe learns: the instance's role, and anything odd about it. */
+type Answer = { role: Exclude<InstanceRole, 'unreachable'>; reason?: string };
+
+/** An open probe connection to one instance, of either engine. */
+interface RoleSession {
+  /** Asks the instance whether it is writable now. */
+  ask(): Promise<Answer>;
+  /** Drops the connection at once (the server may be gone: nothing waits for it). */
+  destroy(): void;
+}
+/** Opens a session to `ip`; `broken` is called when the connection fails while idle. */
+type OpenSession = (ip: string, broken: () => void) => Promise<RoleSession>;
+
+const POSTGRES_WRITABLE_SQL =
   "select not pg_is_in_recovery() and current_setting('transaction_read_only') = 'off' as writable";
+
+const postgresSessions =
+  (config: pg.ClientConfig): OpenSession =>
+  async (ip, broken) => {
+    const client = new pg.Client({ ...config, host: ip });
+    // An idle connection the server drops emits 'error': unhandled, it would kill the test process.
+    client.on('error', broken);
+    try {
+      await client.connect();
+    } catch (err) {
+      destroy(client);
+      throw err;
+    }
+    return {
+      ask: async () => {
+        const res = await client.query<{ writable: boolean }>(POSTGRES_WRITABLE_SQL);
+        return { role: res.rows[0]?.writable ? 'writable' : 'read-only' };
+      },
+      destroy: () => destroy(client),
+    };
+  };
+
+/**
+ * MariaDB: writable is `@@read_only` off, whatever else holds, because that
+ * is what the application's account (which lacks READ_ONLY ADMIN) can write
+ * to. The controller (../mariadb/instance.ts) counts an instance writable
+ * only when, besides, no replication thread runs; the two agree as long as no
+ * instance turns read_only off while it still replicates (promotion stops
+ * replication first, a replica starts read-only). The sampler asks SHOW SLAVE
+ * STATUS too and says so when they disagree, rather than hiding an instance
+ * the application could write to.
+ */
+const mariadbSessions =
+  (config: mysql.ConnectionOptions): OpenSession =>
+  async (ip, broken) => {
+    const conn = await mysql.createConnection({ ...config, host: ip });
+    conn.on('error', broken);
+    return {
+      ask: async () => {
+        const [state] = await conn.query<mysql.RowDataPacket[]>('SELECT @@global.read_only AS read_only');
+        const [status] = await conn.query<mysql.RowDataPacket[]>('SHOW SLAVE STATUS');
+        const writable = Number(state[0]?.['read_only']) === 0;
+        const threads = replicationThreads(status[0]);
+        if (!writable) return { role: 'read-only' };
+        return threads
+          ? { role: 'writable', reason: `read_only off while replicating (${threads})` }
+          : { role: 'writable' };
+      },
+      destroy: () => conn.destroy(),
+    };
+  };
+
+/** The replication threads a SHOW SLAVE STATUS row says run (IO connecting counts), or '' for none. */
+export function replicationThreads(row: Record<string, unknown> | undefined): string {
+  if (!row) return '';
+  const field = (key: string) => (typeof row[key] === 'string' ? row[key] : 'No');
+  const io = field('Slave_IO_Running');
+  const sql = field('Slave_SQL_Running');
+  return [io !== 'No' ? `IO ${io}` : '', sql !== 'No' ? `SQL ${sql}` : ''].filter(Boolean).join(', ');
+}
 
 /** One instance's probe connection, kept across rounds and replaced after any error or timeout. */
 class InstanceProbe {
-  #client: pg.Client | undefined;
-  #connecting: Promise<pg.Client> | undefined;
+  #session: RoleSession | undefined;
+  #connecting: Promise<RoleSession> | undefined;
   readonly ip: string;
-  readonly #config: pg.ClientConfig;
+  readonly #open: OpenSession;
 
-  constructor(ip: string, config: pg.ClientConfig) {
+  constructor(ip: string, open: OpenSession) {
     this.ip = ip;
-    this.#config = { ...config, host: ip };
+    this.#open = open;
   }
 
   /** Asks whether the instance is writable, answering by `deadlineMs` whatever the network does. */
   async sample(deadlineMs: number): Promise<{ role: InstanceRole; reason?: string }> {
     if (this.#connecting) return { role: 'unreachable', reason: 'connecting' };
     try {
-      const client = this.#client ?? (await this.#within(this.#connect(), deadlineMs, 'connect'));
-      const res = await this.#within(client.query<{ writable: boolean }>(WRITABLE_SQL), deadlineMs, 'query');
-      return { role: res.rows[0]?.writable ? 'writable' : 'read-only' };
+      const session = this.#session ?? (await this.#within(this.#connect(), deadlineMs, 'connect'));
+      return await this.#within(session.ask(), deadlineMs, 'query');
     } catch (err) {
       if (!(err instanceof Late) || err.step === 'query') this.close();
       return { role: 'unreachable', reason: (err as Error).message };
@@ -496,26 +640,24 @@ class InstanceProbe {
   }
 
   close(): void {
-    const client = this.#client;
-    this.#client = undefined;
-    if (client) destroy(client);
+    const session = this.#session;
+    this.#session = undefined;
+    session?.destroy();
   }
 
-  #connect(): Promise<pg.Client> {
-    const client = new pg.Client(this.#config);
-    // An idle connection the server drops emits 'error': unhandled, it would kill the test process.
-    client.on('error', () => {
-      if (this.#client === client) this.close();
+  #connect(): Promise<RoleSession> {
+    let session: RoleSession | undefined;
+    const connecting = this.#open(this.ip, () => {
+      if (session && this.#session === session) this.close();
     });
-    this.#connecting = client.connect().then(
-      () => {
+    this.#connecting = connecting.then(
+      (s) => {
         this.#connecting = undefined;
-        this.#client = client;
-        return client;
+        this.#session = session = s;
+        return s;
       },
       (err: unknown) => {
         this.#connecting = undefined;
-        destroy(client);
         throw err;
       },
     );
@@ -553,23 +695,35 @@ function destroy(client: pg.Client): void {
 
 /**
  * Samples every instance's role every `intervalMs` from the test process (the
- * host reaches Pod IPs directly), as the credentials Secret's user, database
- * `postgres`. Each round answers within the interval: a slow instance is
- * recorded `unreachable` for that round rather than delaying it.
+ * host reaches Pod IPs directly), as the credentials Secret's user (postgres:
+ * database `postgres`). Each round answers within the interval: a slow
+ * instance is recorded `unreachable` for that round rather than delaying it.
  */
 export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSampler> {
   const { client, namespace, db } = opts;
+  const engine = opts.engine ?? 'postgres';
   const interval = opts.intervalMs ?? SAMPLE_INTERVAL_MS;
   const creds = await readCredentials(client, namespace, db, opts.secretName);
-  const config: pg.ClientConfig = {
-    user: creds.username,
-    password: creds.password,
-    database: 'postgres',
-    port: opts.port ?? 5432,
-    connectionTimeoutMillis: opts.connectTimeoutMs ?? 500,
-    keepAlive: true,
-    application_name: 'regulon-role-sampler',
-  };
+  const port = opts.port ?? ENGINE_PORT[engine];
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 500;
+  const open =
+    engine === 'mariadb'
+      ? mariadbSessions({
+          user: creds.username,
+          password: creds.password,
+          port,
+          connectTimeout: connectTimeoutMs,
+          enableKeepAlive: true,
+        })
+      : postgresSessions({
+          user: creds.username,
+          password: creds.password,
+          database: 'postgres',
+          port,
+          connectionTimeoutMillis: connectTimeoutMs,
+          keepAlive: true,
+          application_name: 'regulon-role-sampler',
+        });
   const history: SampleRound[] = [];
   const probes = new Map<string, InstanceProbe>();
   let pods: InstancePod[] = await listInstancePods(client, namespace, db);
@@ -604,7 +758,7 @@ export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSa
       current.map(async (pod): Promise<InstanceSample> => {
         if (!pod.ip) return { name: pod.name, ip: undefined, role: 'unreachable', reason: 'no Pod IP' };
         let probe = probes.get(pod.name);
-        if (!probe) probes.set(pod.name, (probe = new InstanceProbe(pod.ip, config)));
+        if (!probe) probes.set(pod.name, (probe = new InstanceProbe(pod.ip, open)));
         return { name: pod.name, ip: pod.ip, ...(await probe.sample(deadline)) };
       }),
     );
@@ -690,6 +844,9 @@ export interface CountRowsOptions {
   db: string;
   /** A Pod IP, or any address the test process reaches; default the Secret's host. */
   host?: string;
+  /** Default postgres. */
+  engine?: WorkloadEngine;
+  /** Default the Secret's. */
   port?: number;
   secretName?: string;
   table?: string;
@@ -701,6 +858,7 @@ export interface CountRowsOptions {
 export async function countRows(opts: CountRowsOptions): Promise<Set<number>> {
   const creds = await readCredentials(opts.client, opts.namespace, opts.db, opts.secretName);
   return idsAt(
+    opts.engine ?? 'postgres',
     creds,
     opts.host ?? creds.host,
     opts.port ?? creds.port,
@@ -710,12 +868,14 @@ export async function countRows(opts: CountRowsOptions): Promise<Set<number>> {
 }
 
 async function idsAt(
+  engine: WorkloadEngine,
   creds: DatabaseCredentials,
   host: string,
   port: number,
   table: string,
   timeoutMs: number,
 ): Promise<Set<number>> {
+  if (engine === 'mariadb') return mariadbIdsAt(creds, host, port, table, timeoutMs);
   const conn = new pg.Client({
     host,
     port,
@@ -734,6 +894,34 @@ async function idsAt(
     return new Set(res.rows.map((r) => Number(r.id)));
   } finally {
     destroy(conn);
+  }
+}
+
+async function mariadbIdsAt(
+  creds: DatabaseCredentials,
+  host: string,
+  port: number,
+  table: string,
+  timeoutMs: number,
+): Promise<Set<number>> {
+  const conn = await mysql.createConnection({
+    host,
+    port,
+    user: creds.username,
+    password: creds.password,
+    database: creds.database,
+    connectTimeout: timeoutMs,
+  });
+  conn.on('error', () => {});
+  try {
+    // bigint comes back as a number (mysql2's default); the ids are far below 2^53.
+    const [rows] = await conn.query<mysql.RowDataPacket[]>({
+      sql: `select id from ${table}`,
+      timeout: timeoutMs,
+    });
+    return new Set(rows.map((r) => Number(r['id'])));
+  } finally {
+    conn.destroy();
   }
 }
 
@@ -756,6 +944,7 @@ export async function readReplicaRows(opts: Omit<CountRowsOptions, 'host'>): Pro
       if (!pod.ip) return { pod: pod.name, ip: undefined, error: 'no Pod IP' };
       try {
         const ids = await idsAt(
+          opts.engine ?? 'postgres',
           creds,
           pod.ip,
           opts.port ?? creds.port,

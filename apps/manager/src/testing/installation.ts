@@ -6,23 +6,28 @@
 //   other tests of the run apply (deploy/README.md shows both);
 // - REGULON_NAMESPACE: the manager watches one namespace (the test's
 //   Databases, on fake nodes) rather than every test's objects;
+// - with `engines: 'real'`, deploy/components/image-catalog and a catalog of
+//   the testenv's Debian-built engine images (an air-gapped user's overlay
+//   does the same with their registry's images);
 // plus what only a test needs: the real node's annotations on the manager's
 // namespace, so its Pods run there and not on a fake node, and any env the
 // test adds (the liveness test's debug hook).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { KubeClient } from '@regulon/client';
 import {
+  ensureImages,
   eventually,
   loadImagesIntoRealNode,
+  localImageCatalog,
   realNodeNamespaceAnnotations,
+  type KubectlResult,
   type TestEnv,
 } from '@regulon/testenv';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { parsePrometheusText, type Sample } from '../../../../packages/runtime/src/testing/prometheus.ts';
 import { ensureManagerImage, type ManagerImage } from '../../../../tools/manager-image/image.ts';
 
@@ -32,12 +37,6 @@ export const LEASE = 'regulon-manager';
 export const SELECTOR = 'app.kubernetes.io/name=regulon-manager';
 
 export const say = (line: string) => process.stderr.write(`[in-cluster] ${line}\n`);
-
-export interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 export interface Pod {
   metadata: {
@@ -72,26 +71,13 @@ export class Kubectl {
     this.#env = env;
   }
 
-  run(...args: string[]): Promise<Result> {
+  run(...args: string[]): Promise<KubectlResult> {
     return this.runWithInput(undefined, ...args);
   }
 
   /** kubectl with `input` on its stdin (for `-f -`). */
-  runWithInput(input: string | undefined, ...args: string[]): Promise<Result> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(
-        this.#env.controlPlane.state.kubectl,
-        ['--kubeconfig', this.#env.kubeconfigPath, ...args],
-        { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] },
-      );
-      if (input !== undefined) child.stdin!.end(input);
-      let stdout = '';
-      let stderr = '';
-      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+  runWithInput(input: string | undefined, ...args: string[]): Promise<KubectlResult> {
+    return this.#env.kubectl(args, input);
   }
 
   async ok(...args: string[]): Promise<string> {
@@ -134,6 +120,13 @@ export interface InstallOptions {
   name: string;
   /** Env added to the manager container, after deploy/'s. */
   env?: Array<{ name: string; value: string }>;
+  /**
+   * Where the workload's engines run. 'simulated' (the default): on fake
+   * nodes, with the official images the manager names without a catalog.
+   * 'real': on the real node, with the local engine images through the
+   * image-catalog component.
+   */
+  engines?: 'simulated' | 'real';
 }
 
 /** deploy/ applied through an overlay, in a namespace of its own, on the real node. */
@@ -147,6 +140,8 @@ export class Installation {
   /** The namespace the manager watches (REGULON_NAMESPACE); its Pods land on fake nodes. */
   workload = '';
   image!: ManagerImage;
+  /** The catalog the overlay gives the manager, with `engines: 'real'`: engine → its one local version and image. */
+  catalog: Record<string, Array<{ version: string; image: string }>> = {};
   readonly #dir: string;
 
   readonly env: TestEnv;
@@ -175,9 +170,14 @@ export class Installation {
       `image ${this.image.ref}: ${(this.image.size / 2 ** 20).toFixed(0)} MiB archive, built in ${this.image.buildSeconds} s; ensured in ${Date.now() - t} ms`,
     );
     loadImagesIntoRealNode(this.env.controlPlane.state.dir, [this.image], say);
-    this.workload = await this.env.newNamespace(`${this.options.name}-work`);
+    const real = this.options.engines === 'real';
+    this.workload = await this.env.newNamespace(`${this.options.name}-work`, { realNode: real });
     const overlayDir = join(this.#dir, 'overlay');
     mkdirSync(overlayDir);
+    if (real) {
+      this.catalog = await localImageCatalog();
+      writeFileSync(join(overlayDir, 'image-catalog.yaml'), stringify(this.catalog));
+    }
     const [imageName, imageTag] = this.image.ref.split(':');
     const env = [{ name: 'REGULON_NAMESPACE', value: this.workload }, ...(this.options.env ?? [])];
     writeFileSync(
@@ -189,6 +189,12 @@ export class Installation {
         namePrefix: this.prefix,
         resources: [relative(overlayDir, join(root, 'deploy'))],
         images: [{ name: 'regulon-manager', newName: imageName, newTag: imageTag }],
+        ...(real
+          ? {
+              components: [relative(overlayDir, join(root, 'deploy', 'components', 'image-catalog'))],
+              configMapGenerator: [{ name: 'regulon-image-catalog', files: ['image-catalog.yaml'] }],
+            }
+          : {}),
         patches: [
           {
             target: { kind: 'Namespace' },
@@ -212,9 +218,53 @@ export class Installation {
       '--for=condition=Established',
       '--timeout=60s',
       'crd/databases.regulon.dev',
+      'crd/databasebackups.regulon.dev',
       'crd/caches.regulon.dev',
       'crd/myapps.regulon.dev',
     );
+  }
+
+  /**
+   * A sample of deploy/samples as this installation's user would apply it:
+   * unchanged on simulated engines; with real engines, each engine's version
+   * is the one its catalog lists (the samples name official versions, which
+   * the local images are not) and a MyApp runs the local app image, which
+   * proves its injected credentials in /readyz. `spec` overrides the spec.
+   */
+  async sample(file: string, spec: Record<string, unknown> = {}): Promise<string> {
+    const doc = parse(readFileSync(join(root, 'deploy', 'samples', file), 'utf8')) as {
+      kind: string;
+      spec: Record<string, unknown> & {
+        engine?: string;
+        database?: { engine: string; version: string };
+        cache?: { engine: string; version: string };
+      };
+    };
+    if (this.options.engines === 'real') {
+      const local = (engine: string) => {
+        const version = this.catalog[engine]?.[0]?.version;
+        assert.ok(version, `the local catalog runs ${engine}`);
+        return version;
+      };
+      for (const part of [doc.spec, doc.spec.database, doc.spec.cache])
+        if (part?.engine) part.version = local(part.engine);
+      if (doc.kind === 'MyApp') doc.spec['image'] = (await ensureImages(['app']))[0]!.ref;
+    }
+    Object.assign(doc.spec, spec);
+    return JSON.stringify(doc);
+  }
+
+  /** Applies a sample (see `sample`) into the workload namespace. */
+  async applySample(file: string, spec: Record<string, unknown> = {}): Promise<void> {
+    const r = await this.kubectl.runWithInput(
+      await this.sample(file, spec),
+      'apply',
+      '-n',
+      this.workload,
+      '-f',
+      '-',
+    );
+    assert.equal(r.code, 0, `kubectl apply ${file}:\n${r.stderr}${r.stdout}`);
   }
 
   /** A GET of an API path, as the admin. */
@@ -321,8 +371,9 @@ export class Installation {
 
   /**
    * Sends `signal` to the manager's Node process in `pod` (tini is PID 1, node
-   * its child; sh, tr and /proc are all the image has for finding it). Returns
-   * the PID signalled.
+   * its child, with the image's Node flags before apps/manager/dist/main.js;
+   * sh, tr and /proc are all the image has for finding it). Returns the PID
+   * signalled.
    */
   async signalNode(pod: Pod, signal: 'KILL' | 'USR2'): Promise<number> {
     const out = await this.kubectl.ok(
@@ -333,7 +384,7 @@ export class Installation {
       '--',
       'sh',
       '-c',
-      `for p in /proc/[0-9]*; do case "$(tr "\\0" " " <"$p/cmdline" 2>/dev/null)" in "node apps/manager/src/main.ts"*) kill -${signal} "\${p#/proc/}" && echo "\${p#/proc/}" ;; esac; done`,
+      `for p in /proc/[0-9]*; do case "$(tr "\\0" " " <"$p/cmdline" 2>/dev/null)" in "node "*"apps/manager/dist/main.js"*) kill -${signal} "\${p#/proc/}" && echo "\${p#/proc/}" ;; esac; done`,
     );
     assert.match(out, /^\d+\s*$/, `one node process signalled: ${JSON.stringify(out)}`);
     return Number(out.trim());

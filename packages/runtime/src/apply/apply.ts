@@ -15,7 +15,7 @@ export interface ApplyChildOptions {
    * Without it, the child's metadata is read from the API server first (one list by name).
    */
   existing?: KubeObject | undefined;
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /**

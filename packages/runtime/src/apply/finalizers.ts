@@ -18,10 +18,10 @@ export const DEFAULT_FINALIZER_MAX_ATTEMPTS = 5;
 export const FINALIZER_RETRY_DELAY_MS = 10;
 
 export interface FinalizerOptions {
-  signal?: AbortSignal;
-  fieldManager?: string;
+  signal?: AbortSignal | undefined;
+  fieldManager?: string | undefined;
   /** Default {@link DEFAULT_FINALIZER_MAX_ATTEMPTS}. */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
 }
 
 /** Anything that hands out typed resource clients; a KubeClient does. */

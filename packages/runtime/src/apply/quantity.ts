@@ -193,7 +193,7 @@ export interface CanonicalQuantityOptions {
    * ResourceList value (container requests and limits, PVC requests,
    * quotas) but not to other quantities (an emptyDir's sizeLimit keeps nano).
    */
-  milli?: boolean;
+  milli?: boolean | undefined;
 }
 
 /**

@@ -47,7 +47,7 @@ export async function createSecretOnce(
     existing: KubeObject | undefined;
     fieldManager: string;
     inUse?: () => boolean | Promise<boolean>;
-    signal?: AbortSignal;
+    signal?: AbortSignal | undefined;
   },
 ): Promise<SecretOnceOutcome> {
   assertCanControl(Kinds.Secret, opts.existing, opts.owner);

@@ -24,13 +24,13 @@ interface Source {
 }
 
 export interface BuilderOptions {
-  maxConcurrentReconciles?: number;
-  reconcileTimeoutMs?: number;
+  maxConcurrentReconciles?: number | undefined;
+  reconcileTimeoutMs?: number | undefined;
   /** Run on every replica instead of only on the leader. */
-  needLeaderElection?: boolean;
-  rateLimiter?: RateLimiter<string>;
+  needLeaderElection?: boolean | undefined;
+  rateLimiter?: RateLimiter<string> | undefined;
   /** The server-side apply field manager of the controller's writes (default: the controller's name). */
-  fieldManager?: string;
+  fieldManager?: string | undefined;
 }
 
 /**

@@ -56,15 +56,15 @@ export const LEADER_ELECTION_METRIC_NAME = 'leader_election_master_status';
 
 /** coordination.k8s.io/v1 LeaseSpec as JSON; times are MicroTime strings. */
 export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
+  holderIdentity?: string | undefined;
+  leaseDurationSeconds?: number | undefined;
+  acquireTime?: string | undefined;
+  renewTime?: string | undefined;
+  leaseTransitions?: number | undefined;
 }
 
 export interface Lease extends KubeObject {
-  spec?: LeaseSpec;
+  spec?: LeaseSpec | undefined;
 }
 
 export interface LeaderElectorOptions {
@@ -75,14 +75,14 @@ export interface LeaderElectorOptions {
   /** Unique per process; see {@link defaultIdentity}. */
   identity: string;
   /** Default {@link DEFAULT_LEASE_DURATION_MS}; written to the Lease in whole seconds, rounded up. */
-  leaseDurationMs?: number;
+  leaseDurationMs?: number | undefined;
   /** Default {@link DEFAULT_RENEW_DEADLINE_MS}; must be below leaseDurationMs. */
-  renewDeadlineMs?: number;
+  renewDeadlineMs?: number | undefined;
   /** Default {@link DEFAULT_RETRY_PERIOD_MS}; its jittered maximum must be below renewDeadlineMs. */
-  retryPeriodMs?: number;
-  clock?: Clock;
-  logger?: Logger;
-  registry?: MetricsRegistry;
+  retryPeriodMs?: number | undefined;
+  clock?: Clock | undefined;
+  logger?: Logger | undefined;
+  registry?: MetricsRegistry | undefined;
   /**
    * Called once this process leads. `signal` aborts the moment leadership
    * ends, which is when the work must stop. A rejection is logged only.

@@ -48,13 +48,13 @@ export const EVENTS_DROPPED_METRIC_NAME = 'regulon_events_dropped_total';
 export type EventType = 'Normal' | 'Warning';
 
 export interface ObjectReference {
-  apiVersion?: string;
-  kind?: string;
-  namespace?: string;
-  name?: string;
-  uid?: string;
-  resourceVersion?: string;
-  fieldPath?: string;
+  apiVersion?: string | undefined;
+  kind?: string | undefined;
+  namespace?: string | undefined;
+  name?: string | undefined;
+  uid?: string | undefined;
+  resourceVersion?: string | undefined;
+  fieldPath?: string | undefined;
 }
 
 export interface EventSeries {
@@ -67,14 +67,14 @@ export interface EventSeries {
 export interface KubeEvent extends KubeObject {
   /** MicroTime of the first occurrence. */
   eventTime: string;
-  series?: EventSeries;
+  series?: EventSeries | undefined;
   reportingController: string;
   reportingInstance: string;
   action: string;
   reason: string;
   regarding: ObjectReference;
-  related?: ObjectReference;
-  note?: string;
+  related?: ObjectReference | undefined;
+  note?: string | undefined;
   type: EventType;
 }
 
@@ -84,17 +84,17 @@ export interface EventRecorderOptions {
   reportingController: string;
   /** This process, e.g. the pod name or leader-election identity; cut to 128 bytes. */
   reportingInstance: string;
-  clock?: Clock;
-  logger?: Logger;
-  registry?: MetricsRegistry;
+  clock?: Clock | undefined;
+  logger?: Logger | undefined;
+  registry?: MetricsRegistry | undefined;
   /** Default {@link DEFAULT_EVENT_BURST}; at least 1. */
-  burst?: number;
+  burst?: number | undefined;
   /** Default {@link DEFAULT_EVENT_REFILL_INTERVAL_MS}; 0 refills at once, so nothing is dropped. */
-  refillIntervalMs?: number;
+  refillIntervalMs?: number | undefined;
   /** Default {@link DEFAULT_EVENT_AGGREGATION_WINDOW_MS}. */
-  aggregationWindowMs?: number;
+  aggregationWindowMs?: number | undefined;
   /** Default {@link DEFAULT_EVENT_CACHE_SIZE}. */
-  cacheSize?: number;
+  cacheSize?: number | undefined;
 }
 
 /** One Event object and the occurrences it stands for. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { createLogger } from './logging.ts';
+import { createLogger, lazyChild } from './logging.ts';
 
 function capture(): { stream: Writable; lines: () => Array<Record<string, unknown>> } {
   const chunks: string[] = [];
@@ -51,4 +51,35 @@ test('levels are configurable and lines are JSON with a level label', () => {
   assert.equal(lines.length, 1);
   assert.equal(lines[0]!['level'], 'warn');
   assert.equal(lines[0]!['msg'], 'shown');
+});
+
+test('a lazy child is made only when it logs, and then carries its bindings and the redaction', () => {
+  const out = capture();
+  const parent = createLogger({ level: 'info', destination: out.stream });
+  let made = 0;
+  const child = parent.child.bind(parent);
+  parent.child = ((...args: Parameters<typeof parent.child>) => {
+    made++;
+    return child(...args);
+  }) as typeof parent.child;
+  const quiet = lazyChild(parent, { name: 'orders', reconcileID: 'r1' });
+  quiet.debug({ result: 'success' }, 'reconciled');
+  assert.equal(made, 0, 'a line at a level that is off makes no child');
+  const loud = lazyChild(parent, { name: 'orders', reconcileID: 'r2' });
+  loud.info({ password: 'hunter2' }, 'connected');
+  loud.warn({}, 'again');
+  assert.equal(made, 1, 'one child, on the first line');
+  const lines = out.lines();
+  assert.deepEqual(
+    lines.map((l) => [l['name'], l['reconcileID'], l['msg'], l['password']]),
+    [
+      ['orders', 'r2', 'connected', '[REDACTED]'],
+      ['orders', 'r2', 'again', undefined],
+    ],
+  );
+  // The rest of pino's interface reaches the real child.
+  assert.deepEqual(loud.bindings(), { name: 'orders', reconcileID: 'r2' });
+  parent.level = 'debug';
+  quiet.debug({}, 'now on');
+  assert.equal(out.lines().at(-1)?.['msg'], 'now on', "the parent's level is read at each call");
 });

@@ -28,28 +28,28 @@ export interface LeaderElectionConfig {
   enabled: boolean;
   namespace: string;
   name: string;
-  identity?: string;
-  leaseDurationMs?: number;
-  renewDeadlineMs?: number;
-  retryPeriodMs?: number;
+  identity?: string | undefined;
+  leaseDurationMs?: number | undefined;
+  renewDeadlineMs?: number | undefined;
+  retryPeriodMs?: number | undefined;
 }
 
 export interface ManagerOptions {
-  client?: KubeClient;
-  logger?: Logger;
-  registry?: Registry;
-  tracer?: Tracer;
+  client?: KubeClient | undefined;
+  logger?: Logger | undefined;
+  registry?: Registry | undefined;
+  tracer?: Tracer | undefined;
   /** Metrics listen address (`:8080`); `0` disables. */
-  metricsBindAddress?: string;
+  metricsBindAddress?: string | undefined;
   /** Health probes listen address (`:8081`); `0` disables. */
-  healthBindAddress?: string;
-  leaderElection?: LeaderElectionConfig;
-  cacheSyncTimeoutMs?: number;
-  gracefulShutdownTimeoutMs?: number;
+  healthBindAddress?: string | undefined;
+  leaderElection?: LeaderElectionConfig | undefined;
+  cacheSyncTimeoutMs?: number | undefined;
+  gracefulShutdownTimeoutMs?: number | undefined;
   /** /readyz fails while an informer has been failing for longer than this (default {@link INFORMER_UNHEALTHY_AFTER_MS}). */
-  informerUnhealthyAfterMs?: number;
+  informerUnhealthyAfterMs?: number | undefined;
   /** Restrict the cache of namespaced kinds to this namespace. */
-  namespace?: string;
+  namespace?: string | undefined;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Manager } from './manager.ts';
 
 export interface SignalOptions {
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** Injected for tests; default process.exit. */
   exit?: (code: number) => void;
 }

@@ -11,11 +11,11 @@ import { createSecretOnce, type SecretOnceOutcome } from '../apply/secrets.ts';
 /** A list read from the cache: one namespace (default: the object's), a label match, or an index value. */
 export interface ListOptions {
   /** Default: the reconciled object's namespace; `'*'` for every namespace. */
-  namespace?: string;
+  namespace?: string | undefined;
   /** Only objects carrying every one of these labels. */
-  labels?: Record<string, string>;
+  labels?: Record<string, string> | undefined;
   /** Objects filed under `value` by the index named `name` (declared with the builder's `index`). */
-  index?: { name: string; value: string };
+  index?: { name: string; value: string } | undefined;
 }
 
 /**

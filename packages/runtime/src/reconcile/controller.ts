@@ -12,6 +12,7 @@ import {
 } from '@regulon/queue';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { lazyChild } from '../manager/logging.ts';
 import { controllerMetrics, type ControllerMetrics, type ReconcileResultLabel } from '../manager/metrics.ts';
 import type { Predicate } from '../builder/predicates.ts';
 import {
@@ -34,13 +35,13 @@ export interface ControllerOptions {
   reconciler: Reconciler;
   logger: Logger;
   registry: Registry;
-  tracer?: Tracer;
-  maxConcurrentReconciles?: number;
-  reconcileTimeoutMs?: number;
+  tracer?: Tracer | undefined;
+  maxConcurrentReconciles?: number | undefined;
+  reconcileTimeoutMs?: number | undefined;
   /** Leader-only (default) or on every replica. */
-  needLeaderElection?: boolean;
-  rateLimiter?: RateLimiter<string>;
-  clock?: Clock;
+  needLeaderElection?: boolean | undefined;
+  rateLimiter?: RateLimiter<string> | undefined;
+  clock?: Clock | undefined;
 }
 
 /** Something the manager starts: a controller, or any leader-only or everywhere task. */
@@ -206,7 +207,7 @@ export class Controller implements Runnable {
   async #process(key: string): Promise<void> {
     const request = requestFromKey(key);
     const reconcileID = randomUUID();
-    const log = this.#log.child({ namespace: request.namespace, name: request.name, reconcileID });
+    const log = lazyChild(this.#log, { namespace: request.namespace, name: request.name, reconcileID });
     const labels = { controller: this.name };
     const timeoutMs = this.#o.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS;
     const signal = AbortSignal.any([this.#hardStop.signal, AbortSignal.timeout(timeoutMs)]);

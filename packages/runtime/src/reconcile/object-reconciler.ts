@@ -50,7 +50,7 @@ export interface Finalizer<T extends KubeObject> {
 export interface NameLimit {
   max: number;
   /** What the derived names are, for the message (e.g. "StatefulSet Pods, backup Jobs"). */
-  derived?: string;
+  derived?: string | undefined;
 }
 
 export interface ObjectReconcilerOptions<T extends KubeObject> {

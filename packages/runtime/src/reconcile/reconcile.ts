@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 
 /** Identifies the object to reconcile. `namespace` is absent for cluster-scoped kinds. */
 export interface Request {
-  namespace?: string;
+  namespace?: string | undefined;
   name: string;
 }
 
@@ -15,9 +15,9 @@ export interface Result {
    * nothing changes (e.g. to poll an external system or a pending backup).
    * The per-item failure backoff is reset.
    */
-  requeueAfter?: number;
+  requeueAfter?: number | undefined;
   /** Reconcile again soon, with per-item rate-limited backoff, without it counting as an error. */
-  requeue?: boolean;
+  requeue?: boolean | undefined;
 }
 
 export interface ReconcileContext {

@@ -10,7 +10,11 @@ export type ConditionStatus = 'True' | 'False' | 'Unknown';
 export interface Condition {
   type: string;
   status: ConditionStatus;
-  /** The `.metadata.generation` the condition was computed from. */
+  /**
+   * The `.metadata.generation` the condition was computed from. Absent, never
+   * undefined: so a condition fits the status schema a kind declares
+   * (metav1.Condition's), also under exactOptionalPropertyTypes.
+   */
   observedGeneration?: number;
   /** RFC 3339, second precision: when `status` last changed. */
   lastTransitionTime: string;
@@ -24,8 +28,8 @@ export interface ConditionUpdate {
   type: string;
   status: ConditionStatus;
   reason: string;
-  message?: string;
-  observedGeneration?: number;
+  message?: string | undefined;
+  observedGeneration?: number | undefined;
 }
 
 /** metav1.Condition's reason pattern: CamelCase, starting with a letter. */

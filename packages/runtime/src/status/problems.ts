@@ -23,14 +23,14 @@ export interface Problem {
    * Progress waits for a person (the default): Stalled=True. `false` for a
    * problem the cluster may still get over by itself.
    */
-  stalled?: boolean;
+  stalled?: boolean | undefined;
   /**
    * Nothing the controller watches will announce the fix (a quota raised, an
    * admission policy changed), so the reconcile is retried with the per-item
    * backoff (5 ms doubling to 1000 s). Problems that a watched object clears
    * (a Secret created, a conflicting object deleted) wait for that event.
    */
-  retry?: boolean;
+  retry?: boolean | undefined;
 }
 
 /** A child's name is taken by an object its owner does not control (ChildConflictError). */
@@ -103,8 +103,8 @@ export function combineProblems(problems: readonly Problem[]): Problem | undefin
 }
 
 export interface ProblemConditionOptions {
-  observedGeneration?: number;
-  now?: Date;
+  observedGeneration?: number | undefined;
+  now?: Date | undefined;
 }
 
 /**

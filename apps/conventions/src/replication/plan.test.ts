@@ -39,7 +39,7 @@ const input = (members: Member[], extra: Partial<PlanInput> = {}): PlanInput => 
   topology: { primary: 'db-0', initialized: true, since: NOW - 3_600_000 },
   systemId: SYSTEM,
   failoverDelayMs: 10_000,
-  maxLagBytes: 100n,
+  maxLag: 100n,
   now: NOW,
   switchoverTo: undefined,
   ...extra,
@@ -124,10 +124,38 @@ describe('replication plan', () => {
       graceful: false,
       message: '',
     });
-    // While its Pod is being deleted: wait.
-    const p2 = plan(input([{ ...old, deleting: true }, member(1, standby(900n))], { topology: moved }));
+    // While its Pod is being deleted with the short grace of a fence: wait.
+    const p2 = plan(
+      input([{ ...old, deleting: true, deletionGraceSeconds: 1 }, member(1, standby(900n))], {
+        topology: moved,
+      }),
+    );
     assert.equal(p2.step, undefined);
     assert.match(p2.waiting ?? '', /db-0 to stop/);
+    // Being deleted with its whole grace: a clean shutdown gets its few seconds...
+    const stopping = { ...old, deleting: true, deletionGraceSeconds: 30, deletingSince: NOW - 4_000 };
+    const patient = plan(input([stopping, member(1, standby(900n))], { topology: moved }));
+    assert.equal(patient.step, undefined);
+    assert.match(patient.waiting ?? '', /db-0 to stop/);
+    assert.equal(patient.recheckInMs, 6_000);
+    // ...and one that outlasts them (its preStop shutdown hung) has its grace shortened, once;
+    // then it waits as above.
+    const slow = plan(
+      input([{ ...stopping, deletingSince: NOW - 10_000 }, member(1, standby(900n))], {
+        topology: moved,
+      }),
+    );
+    assert.deepEqual(slow.step && { ...slow.step, message: '' }, {
+      kind: 'fence',
+      pod: 'db-0',
+      uid: 'uid-0',
+      graceful: false,
+      message: '',
+    });
+    assert.match(
+      slow.step?.kind === 'fence' ? slow.step.message : '',
+      /10 s into its 30 s grace period: shortening it to 1 s/,
+    );
     // Its new Pod started after the change (it read the new name): no longer in the way.
     const recreated = member(0, undefined, { uid: 'uid-0b', createdAt: NOW - 3_000, ready: false });
     const p3 = plan(input([recreated, member(1, standby(900n))], { topology: moved }));
@@ -174,7 +202,7 @@ describe('replication plan', () => {
       input([member(1, standby(900n, { systemId: 'another' }))], { topology: moved, replicas: 2 }),
     );
     assert.equal(foreign.step, undefined);
-    assert.match(foreign.waiting ?? '', /another database/);
+    assert.match(foreign.waiting ?? '', /another data set/);
   });
 
   test('switchover: to a ready streaming standby; refused otherwise', () => {
@@ -233,5 +261,89 @@ describe('replication plan', () => {
     assert.match(next.waiting ?? '', /db-0 to stop/);
     // With no standby to take over, nothing moves: it comes back as the primary.
     assert.equal(plan(input([deleting], { replicas: 1 })).step, undefined);
+  });
+
+  test('rolling update: replicas one at a time, highest first, each once every instance serves again', () => {
+    const old = { outdated: true };
+    const first = plan(
+      input([member(0, primary(), old), member(1, standby(1000n), old), member(2, standby(1000n), old)]),
+    );
+    assert.equal(first.step?.kind, 'replace');
+    assert.equal(first.step?.kind === 'replace' && first.step.pod, 'db-2');
+    // db-2 came back from the new template but does not stream yet: nothing else is replaced.
+    const catchingUp = plan(
+      input([
+        member(0, primary(), old),
+        member(1, standby(1000n), old),
+        member(2, standby(400n, { streaming: false })),
+      ]),
+    );
+    assert.equal(catchingUp.step, undefined);
+    assert.match(catchingUp.waiting ?? '', /waiting for db-2 to serve/);
+    const gone = plan(
+      input([
+        member(0, primary(), old),
+        member(1, standby(1000n), old),
+        member(2, undefined, { uid: undefined }),
+      ]),
+    );
+    assert.equal(gone.step, undefined, 'a missing Pod is waited for');
+    const next = plan(
+      input([member(0, primary(), old), member(1, standby(1000n), old), member(2, standby(1000n))]),
+    );
+    assert.equal(next.step?.kind === 'replace' && next.step.pod, 'db-1');
+  });
+
+  test('rolling update: the primary goes last, after one switchover to the most advanced updated replica', () => {
+    const p = plan(
+      input([
+        member(0, primary(2000n), { outdated: true }),
+        member(1, standby(1990n)),
+        member(2, standby(1995n)),
+      ]),
+    );
+    assert.equal(p.step?.kind, 'topology');
+    assert.equal(p.step?.kind === 'topology' && p.step.reason, 'Switchover');
+    assert.equal(p.step?.kind === 'topology' && p.step.topology.primary, 'db-2');
+    // The primary on a higher ordinal: the replicas below it are still replaced first.
+    const high = plan(
+      input(
+        [
+          member(0, standby(1000n), { outdated: true }),
+          member(1, standby(1000n)),
+          member(2, primary(), { outdated: true }),
+        ],
+        {
+          topology: { primary: 'db-2', initialized: true, since: NOW - 3_600_000 },
+        },
+      ),
+    );
+    assert.equal(high.step?.kind === 'replace' && high.step.pod, 'db-0');
+    // Nothing outdated: nothing to do.
+    assert.equal(plan(input([member(0, primary()), member(1, standby(1000n))])).step, undefined);
+  });
+
+  test('rolling update: a requested switchover, a scale-down move and a failover come before it', () => {
+    const p = plan(
+      input(
+        [
+          member(0, primary(), { outdated: true }),
+          member(1, standby(1000n), { outdated: true }),
+          member(2, standby(1000n)),
+        ],
+        {
+          switchoverTo: 'db-1',
+        },
+      ),
+    );
+    assert.equal(p.step?.kind === 'topology' && p.step.topology.primary, 'db-1');
+    const lost = plan(
+      input([
+        member(0, undefined, { outdated: true }),
+        member(1, standby(1000n), { outdated: true }),
+        member(2, standby(1000n)),
+      ]),
+    );
+    assert.notEqual(lost.step?.kind, 'replace', 'no Pod is replaced while the primary is lost');
   });
 });

@@ -53,6 +53,20 @@ export function controllerOptionKeys(name: string): { enabled: string; concurren
   return { enabled: `${key}Enabled`, concurrency: `${key}Concurrency` };
 }
 
+/** The controllers `config` switches on, each with its concurrency; found by the one name-to-key conversion. */
+export function enabledControllers<C extends { name: string }>(
+  config: object,
+  controllers: readonly C[],
+): Array<{ controller: C; concurrency: number }> {
+  const values = config as Readonly<Record<string, unknown>>;
+  return controllers.flatMap((controller) => {
+    const keys = controllerOptionKeys(controller.name);
+    return values[keys.enabled] === true
+      ? [{ controller, concurrency: Number(values[keys.concurrency]) }]
+      : [];
+  });
+}
+
 /**
  * Per-controller switches, to spread into a spec: for a controller `my-app`,
  * `myAppEnabled` (`--my-app-enabled`, `REGULON_MY_APP_ENABLED`) and

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { controllerOptions, loadConfig } from './config/index.ts';
-import { enabledControllers } from './run.ts';
+import { controllerOptions, enabledControllers } from './controller-options.ts';
+import { loadConfig } from './load.ts';
 
 test('a controller named with a digit after a hyphen (redis-2) is switched on and off by its own flags', () => {
   const controllers = [{ name: 'database' }, { name: 'redis-2' }, { name: 'my-app-v2' }];

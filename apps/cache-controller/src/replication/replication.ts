@@ -1,0 +1,258 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { ignoreNotFound, isConflict, Kinds } from '@regulon/client';
+import {
+  carryOutStep,
+  isInstancePod,
+  memberOf,
+  outdated,
+  plan,
+  requeueAfter,
+  roleLabelChanges,
+  rollingRevision,
+  topologyFromData,
+  type Plan,
+  type Member,
+  type Role,
+  type Step,
+  type Topology,
+  type TroubleClock,
+} from '@regulon/conventions';
+import type { Context } from '@regulon/runtime';
+import type { CacheObject } from '../api.ts';
+import { desiredTopology, primaryHost } from '../children.ts';
+import { authSecretName, childNames, ordinalOf, podName, ROLE_LABEL, selector } from '../names.ts';
+import { ENGINE_DEFAULTS } from '../versions.ts';
+import type { Endpoint, Observation } from './redis.ts';
+
+export const DEFAULT_FAILOVER_DELAY_S = 10;
+export const DEFAULT_MAX_LAG_BYTES = 1024 ** 2;
+
+/** What the reconcile saw of a replicated redis's instances, for the status. */
+export interface ReplicationView {
+  topology: Topology;
+  members: Member[];
+  observations: Map<string, Observation>;
+  plan: Plan;
+}
+
+/**
+ * The recorded topology, read from the API server rather than the cache: a
+ * cache a moment behind this manager's own last write would name the former
+ * primary again, and the plan would fence the new one.
+ */
+export async function recordedTopology(cache: CacheObject, ctx: Context): Promise<Topology | undefined> {
+  const cm = await ignoreNotFound(
+    ctx.client
+      .resource(Kinds.ConfigMap)
+      .get(childNames(cache).topology, { namespace: cache.metadata.namespace!, signal: ctx.signal }),
+  );
+  return topologyFromData(cm?.data);
+}
+
+/** A new replicated Cache starts with ordinal 0 named: it comes up writable, the others follow it. */
+export function firstTopology(cache: CacheObject): Topology {
+  return { primary: podName(cache, 0), initialized: false, since: undefined };
+}
+
+/** How many Pods the StatefulSet runs: spec.replicas, or more while the primary sits on an ordinal being removed. */
+export function instanceCount(cache: CacheObject, t: Topology): number {
+  return Math.max(cache.spec.replicas, ordinalOf(cache, t.primary) + 1);
+}
+
+const port = ENGINE_DEFAULTS.redis.port;
+
+/**
+ * Observes every instance (INFO replication), decides with the replication
+ * plan Databases use too, and carries out at most one step: record the
+ * topology, fence an instance, promote one, or replace one (rolling update).
+ * Then the role labels the client and `-ro` Services select on, and replicas
+ * that follow anything but the primary are pointed at it.
+ */
+export async function reconcileReplication(
+  cache: CacheObject,
+  ctx: Context,
+  topology: Topology,
+  clock: TroubleClock,
+  now = Date.now(),
+): Promise<{ view: ReplicationView; requeueAfter: number }> {
+  const ns = cache.metadata.namespace!;
+  const pods = (
+    await ctx.client.resource(Kinds.Pod).list({
+      namespace: ns,
+      labelSelector: Object.entries(selector(cache))
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
+      signal: ctx.signal,
+    })
+  ).items.filter((p) => isInstancePod(cache.metadata.name!, p.metadata?.name));
+  const byName = new Map(pods.map((p) => [p.metadata!.name!, p]));
+
+  const { observe } = await import('./redis.ts');
+  // Read once per reconcile, used for every connection it makes, never kept past it.
+  const password = await redisPassword(cache, ctx);
+  const observations = new Map<string, Observation>();
+  await Promise.all(
+    pods.map(async (p) => {
+      const host = p.status?.podIP;
+      if (host) observations.set(p.metadata!.name!, await observe({ host, port, password }));
+    }),
+  );
+
+  const updateRevision = rollingRevision(await liveStatefulSet(cache, ctx));
+  const instances = instanceCount(cache, topology);
+  const names = new Set([
+    ...Array.from({ length: instances }, (_, i) => podName(cache, i)),
+    ...byName.keys(),
+  ]);
+  const members = [...names].map((name) => {
+    const pod = byName.get(name);
+    const o = observations.get(name);
+    return memberOf({
+      name,
+      ordinal: ordinalOf(cache, name),
+      pod,
+      server: o?.reachable ? o.server : undefined,
+      clock,
+      key: `${cache.metadata.uid}/${name}`,
+      now,
+      outdated: outdated(pod, updateRevision),
+    });
+  });
+
+  const decided = plan({
+    replicas: cache.spec.replicas,
+    members,
+    topology,
+    systemId: undefined,
+    failoverDelayMs: (cache.spec.replication?.failoverDelaySeconds ?? DEFAULT_FAILOVER_DELAY_S) * 1000,
+    maxLag: BigInt(cache.spec.replication?.maxLagBytes ?? DEFAULT_MAX_LAG_BYTES),
+    now,
+    switchoverTo: undefined,
+  });
+  await labelRoles(cache, ctx, byName, decided.roles);
+  const endpointOf = (pod: string): Endpoint => {
+    const host = byName.get(pod)?.status?.podIP;
+    if (!host) throw new Error(`instance ${pod} has no Pod IP`);
+    return { host, port, password };
+  };
+  if (decided.step) await carryOut(cache, ctx, decided.step, topology, now, endpointOf, observations);
+  else if (decided.currentPrimary) await pointReplicas(cache, ctx, decided, observations, endpointOf);
+  if (decided.waiting) ctx.log.info({ waiting: decided.waiting }, 'replication');
+
+  return { view: { topology, members, observations, plan: decided }, requeueAfter: requeueAfter(decided) };
+}
+
+/** The password the instances require (auth on): the generated or referenced Secret's `password`. */
+async function redisPassword(cache: CacheObject, ctx: Context): Promise<string | undefined> {
+  const name = authSecretName(cache);
+  if (!name) return undefined;
+  const secret = await ignoreNotFound(
+    ctx.client.resource(Kinds.Secret).get(name, { namespace: cache.metadata.namespace!, signal: ctx.signal }),
+  );
+  const b64 = secret?.data?.['password'];
+  return b64 ? Buffer.from(b64, 'base64').toString('utf8') : undefined;
+}
+
+/** The StatefulSet from the API server: its update revision decides which Pods the plan replaces. */
+function liveStatefulSet(cache: CacheObject, ctx: Context) {
+  return ignoreNotFound(
+    ctx.client
+      .resource(Kinds.StatefulSet)
+      .get(childNames(cache).workload, { namespace: cache.metadata.namespace!, signal: ctx.signal }),
+  );
+}
+
+function carryOut(
+  cache: CacheObject,
+  ctx: Context,
+  step: Step,
+  topology: Topology,
+  now: number,
+  endpointOf: (pod: string) => Endpoint,
+  observations: Map<string, Observation>,
+): Promise<void> {
+  return carryOutStep(ctx, step, topology, now, {
+    recordTopology: async (t) => void (await ctx.apply([desiredTopology(cache, t)])),
+    deletePod: (pod, uid, grace) => removePod(cache, ctx, pod, uid, grace),
+    promote: async (pod) => {
+      if (!observations.get(pod)?.reachable) return false;
+      const { promote } = await import('./redis.ts');
+      await promote(endpointOf(pod));
+      return true;
+    },
+  });
+}
+
+/**
+ * Replicas follow the client Service (their start script says so), which the
+ * role label points at the primary wherever it moves. One that follows
+ * anything else (an address, after someone's REPLICAOF) is pointed back.
+ */
+async function pointReplicas(
+  cache: CacheObject,
+  ctx: Context,
+  decided: Plan,
+  observations: Map<string, Observation>,
+  endpointOf: (pod: string) => Endpoint,
+): Promise<void> {
+  const target = primaryHost(cache);
+  for (const [pod, o] of observations) {
+    if (
+      pod === decided.currentPrimary ||
+      !o.reachable ||
+      o.info.role !== 'slave' ||
+      o.info.masterHost === target
+    )
+      continue;
+    const { follow } = await import('./redis.ts');
+    try {
+      await follow(endpointOf(pod), target, port);
+      ctx.log.info({ pod, was: o.info.masterHost }, 'replica pointed at the primary');
+    } catch (err) {
+      // It went away since it was observed: the next observation decides what that means.
+      ctx.log.info({ pod, err: (err as Error).message }, 'replica not repointed');
+    }
+  }
+}
+
+/** Deletes the Pod this reconcile saw (its uid), not one the StatefulSet has made since. */
+async function removePod(
+  cache: CacheObject,
+  ctx: Context,
+  pod: string,
+  uid: string,
+  gracePeriodSeconds?: number,
+): Promise<void> {
+  try {
+    await ignoreNotFound(
+      ctx.client.resource(Kinds.Pod).delete(pod, {
+        namespace: cache.metadata.namespace!,
+        preconditions: { uid },
+        ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}),
+        signal: ctx.signal,
+      }),
+    );
+  } catch (err) {
+    // The uid precondition failed: that Pod is gone, and its successor is not the one planned for.
+    if (!isConflict(err)) throw err;
+  }
+}
+
+/** Sets or removes each Pod's role label; the Services follow at once. */
+async function labelRoles(
+  cache: CacheObject,
+  ctx: Context,
+  pods: Map<string, V1Pod>,
+  roles: Map<string, Role | undefined>,
+): Promise<void> {
+  for (const { pod, role } of roleLabelChanges(pods, roles, ROLE_LABEL))
+    await ignoreNotFound(
+      ctx.client
+        .resource(Kinds.Pod)
+        .patch(
+          pod,
+          { metadata: { labels: { [ROLE_LABEL]: role } } },
+          { type: 'merge', namespace: cache.metadata.namespace!, signal: ctx.signal },
+        ),
+    );
+}

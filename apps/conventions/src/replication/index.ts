@@ -1,0 +1,28 @@
+export {
+  FENCE_GRACE_SECONDS,
+  SHUTDOWN_PATIENCE_MS,
+  plan,
+  type Member,
+  type Plan,
+  type PlanInput,
+  type Role,
+  type Server,
+  type Step,
+  type Topology,
+} from './plan.ts';
+export { renderRoleDecision } from './start-decision.ts';
+export {
+  isInstancePod,
+  memberOf,
+  outdated,
+  podReady,
+  requeueAfter,
+  REVISION_LABEL,
+  roleLabelChanges,
+  rollingRevision,
+  TroubleClock,
+  type InstancePod,
+  type RollingStatefulSet,
+} from './members.ts';
+export { topologyData, topologyFromData } from './topology.ts';
+export { carryOutStep, type StepActions } from './steps.ts';

@@ -1,0 +1,360 @@
+/**
+ * Who is the primary, and what to do about it: the manager's half of the
+ * replication protocol of every engine Regulon replicates (the instances'
+ * half is each engine's start script, which ends with start-decision.ts).
+ * Engine-neutral: postgres and mariadb (the Database) and redis (the Cache)
+ * each map what their server says onto `Server`.
+ * A pure function of what was observed, so every path is unit-tested; the
+ * reconciler carries the steps out, one kind of step per reconcile, and
+ * observes again.
+ *
+ * The topology ConfigMap is the record: `primary` names the instance that
+ * may be writable. It changes before anything else does, so a manager that
+ * stops half-way (or loses its Lease) leaves a state the next one finishes
+ * without choosing again: it promotes the named instance, after fencing any
+ * other writable one, and never promotes a second.
+ */
+
+export interface Topology {
+  primary: string;
+  initialized: boolean;
+  /** When `primary` last changed (ms): Pods created after it read the new name when they started. */
+  since: number | undefined;
+}
+
+/** The grace period (seconds) of an unclean stop: the Pod of a server that may still write and does not answer. */
+export const FENCE_GRACE_SECONDS = 1;
+
+/** How long a former primary's clean shutdown may take before its grace period is cut short. */
+export const SHUTDOWN_PATIENCE_MS = 10_000;
+
+/** What one instance's Pod and server say. */
+export interface Member {
+  pod: string;
+  ordinal: number;
+  /** The Pod object exists (its uid, when it does). */
+  uid: string | undefined;
+  /** The Pod's creationTimestamp (ms, whole seconds). */
+  createdAt: number | undefined;
+  deleting: boolean;
+  /** While deleting: the grace period its deletion gives the containers (seconds). */
+  deletionGraceSeconds?: number | undefined;
+  /** While deleting: since when (ms). */
+  deletingSince?: number | undefined;
+  /** The kubelet's readiness. */
+  ready: boolean;
+  /** Since when (ms) the Pod has been missing, not ready or unreachable; undefined while healthy. */
+  troubleSince: number | undefined;
+  /** Its Pod runs an older template than the StatefulSet's, and waits for the manager to replace it (OnDelete). */
+  outdated?: boolean;
+  server: Server | undefined;
+}
+
+/** The server's own answer over its protocol (undefined: unreachable). */
+export interface Server {
+  writable: boolean;
+  /** Which data set it holds ('' where the engine has no such identity). */
+  systemId: string;
+  timeline: number;
+  /** Its write (or received) position: WAL bytes, GTID sequence, replication offset. */
+  lsn: bigint;
+  /** What it has applied, in the same units. */
+  replayLsn: bigint;
+  /** It follows a primary and its link is up. */
+  streaming: boolean;
+}
+
+export interface PlanInput {
+  replicas: number;
+  members: Member[];
+  topology: Topology;
+  /** The cluster's system identifier once known: instances of another cluster are never promoted. */
+  systemId: string | undefined;
+  failoverDelayMs: number;
+  /** How far (in `lsn` units: WAL bytes, or transactions for mariadb) a replica may trail and still serve reads. */
+  maxLag: bigint;
+  now: number;
+  /** A requested switchover target (Pod name). */
+  switchoverTo: string | undefined;
+}
+
+export type Step =
+  | {
+      kind: 'topology';
+      topology: Topology;
+      reason: 'Initialized' | 'Failover' | 'Switchover';
+      message: string;
+    }
+  | { kind: 'fence'; pod: string; uid: string; graceful: boolean; message: string }
+  | { kind: 'promote'; pod: string }
+  /** A rolling update: the Pod is deleted gracefully, and the StatefulSet makes it again from the new template. */
+  | { kind: 'replace'; pod: string; uid: string; message: string }
+  | { kind: 'refuseSwitchover'; message: string };
+
+export type Role = 'primary' | 'replica';
+
+export interface Plan {
+  step: Step | undefined;
+  /** Role labels: the client Service selects `primary`, the read-only one `replica`; others carry none. */
+  roles: Map<string, Role | undefined>;
+  /** The writable instance that is also the named one. */
+  currentPrimary: string | undefined;
+  /** Why nothing moves yet, when something should (for status and the requeue). */
+  waiting: string | undefined;
+  /** Milliseconds until the plan may change without any event (a failover delay running out). */
+  recheckInMs: number | undefined;
+}
+
+const better = (a: Member, b: Member) =>
+  a.server!.lsn !== b.server!.lsn
+    ? a.server!.lsn > b.server!.lsn
+    : a.server!.replayLsn !== b.server!.replayLsn
+      ? a.server!.replayLsn > b.server!.replayLsn
+      : a.ordinal < b.ordinal;
+
+/** The most advanced standby of this cluster that may take over, among the Pods that stay. */
+function bestStandby(input: PlanInput, except: string): Member | undefined {
+  let best: Member | undefined;
+  for (const m of input.members) {
+    const s = m.server;
+    if (m.pod === except || !s || s.writable || m.ordinal >= input.replicas || m.deleting) continue;
+    if (input.systemId && s.systemId !== input.systemId) continue;
+    if (!best || better(m, best)) best = m;
+  }
+  return best;
+}
+
+export function plan(input: PlanInput): Plan {
+  const { topology } = input;
+  const named = input.members.find((m) => m.pod === topology.primary);
+  const writable = input.members.filter((m) => m.server?.writable);
+  const result: Plan = {
+    step: undefined,
+    roles: new Map(),
+    currentPrimary: undefined,
+    waiting: undefined,
+    recheckInMs: undefined,
+  };
+  const primaryServer = named?.server?.writable ? named : undefined;
+  for (const m of input.members) result.roles.set(m.pod, roleOf(m, primaryServer, input));
+
+  // Another writable instance than the named one is fenced first, whatever else is going on:
+  // a former primary (after a switchover or failover), or one that started writable by mistake.
+  const stray = writable.find((m) => m.pod !== topology.primary);
+  if (stray) {
+    result.roles.set(stray.pod, undefined);
+    if (stray.uid && !stray.deleting)
+      result.step = {
+        kind: 'fence',
+        pod: stray.pod,
+        uid: stray.uid,
+        // A planned move lets the old primary shut down cleanly: fast shutdown sends its last WAL.
+        graceful: stray.ready,
+        message: `${stray.pod} is writable but ${topology.primary} is the primary: stopping it so it rejoins as a standby`,
+      };
+    else result.waiting = `waiting for ${stray.pod} to stop before ${topology.primary} is promoted`;
+    if (primaryServer) result.currentPrimary = primaryServer.pod;
+    return result;
+  }
+
+  // The primary's Pod is being deleted (by a person, a drain, a rollout): it hands over now, not
+  // after the failover delay, so that the Pod the StatefulSet makes next reads the new name and
+  // starts as a standby. The old one keeps writing until it stops; the stray rule above waits for that.
+  if (named?.deleting && topology.initialized) {
+    const best = bestStandby(input, topology.primary);
+    if (best) {
+      result.currentPrimary = primaryServer?.pod;
+      result.step = {
+        kind: 'topology',
+        topology: { ...topology, primary: best.pod },
+        reason: 'Failover',
+        message: `primary ${topology.primary} is being deleted: ${best.pod}, the most advanced standby, takes over`,
+      };
+      return result;
+    }
+  }
+
+  if (primaryServer) {
+    result.currentPrimary = primaryServer.pod;
+    if (!topology.initialized) {
+      result.step = {
+        kind: 'topology',
+        topology: { ...topology, initialized: true },
+        reason: 'Initialized',
+        message: `${primaryServer.pod} initialised the data set and is the primary`,
+      };
+      return result;
+    }
+    const target = switchoverTarget(input, primaryServer);
+    if (target && 'refuse' in target) result.step = { kind: 'refuseSwitchover', message: target.refuse };
+    else if (target)
+      result.step = {
+        kind: 'topology',
+        topology: { ...topology, primary: target.member.pod },
+        reason: 'Switchover',
+        message: target.why,
+      };
+    else rollingUpdate(input, primaryServer, result);
+    return result;
+  }
+
+  // No writable primary. While the cluster was never initialised there is nothing to take over.
+  if (!topology.initialized) {
+    result.waiting = `waiting for ${topology.primary} to initialise the data set`;
+    return result;
+  }
+  // The named one runs as a standby (just named, or restarted): promote it once no other can write.
+  if (named?.server && !named.deleting) {
+    if (input.systemId && named.server.systemId !== input.systemId) {
+      result.waiting = `${named.pod} holds another data set (system ${named.server.systemId}); not promoted`;
+      return result;
+    }
+    // Every other Pod started before the name changed, and not confirmed a standby, could still
+    // write (a former primary that does not answer): it is stopped, and its Pod gone, first. A Pod
+    // is deleted gracefully, so its object goes only once the kubelet has stopped its containers.
+    const unsafe = input.members.find(
+      (m) => m.pod !== named.pod && m.uid && !(m.server && !m.server.writable) && startedBefore(m, topology),
+    );
+    const stoppingFor = unsafe?.deletingSince !== undefined ? input.now - unsafe.deletingSince : 0;
+    if (
+      unsafe?.deleting &&
+      (unsafe.deletionGraceSeconds ?? 0) > FENCE_GRACE_SECONDS &&
+      stoppingFor >= SHUTDOWN_PATIENCE_MS
+    ) {
+      // A deletion with the Pod's whole grace (a user's delete, a drain, a switchover's fence)
+      // runs its preStop shutdown. A clean one ends in seconds, having sent the replicas every
+      // write; one that outlasts that hangs (a server restarting in place, in recovery), and the
+      // promotion, and every client's writes, would wait out the whole grace. Deleting again
+      // shortens it.
+      result.step = {
+        kind: 'fence',
+        pod: unsafe.pod,
+        uid: unsafe.uid!,
+        graceful: false,
+        message: `${unsafe.pod} does not answer and is still stopping ${Math.round(stoppingFor / 1000)} s into its ${unsafe.deletionGraceSeconds} s grace period: shortening it to ${FENCE_GRACE_SECONDS} s before ${named.pod} is promoted`,
+      };
+      return result;
+    }
+    if (unsafe?.deleting && (unsafe.deletionGraceSeconds ?? 0) > FENCE_GRACE_SECONDS) {
+      result.waiting = `waiting for ${unsafe.pod} to stop before ${named.pod} is promoted`;
+      result.recheckInMs = SHUTDOWN_PATIENCE_MS - stoppingFor;
+      return result;
+    }
+    if (unsafe?.deleting) {
+      result.waiting = `waiting for ${unsafe.pod} to stop before ${named.pod} is promoted`;
+      return result;
+    }
+    if (unsafe) {
+      result.step = {
+        kind: 'fence',
+        pod: unsafe.pod,
+        uid: unsafe.uid!,
+        graceful: false,
+        message: `${unsafe.pod} does not answer and started before ${named.pod} became the primary: stopping it before the promotion`,
+      };
+      return result;
+    }
+    result.step = { kind: 'promote', pod: named.pod };
+    return result;
+  }
+  // The named one is gone, not ready or unreachable: fail over once it has been so for the delay,
+  // if a standby can take over at all (one instance waits for its Pod to come back).
+  const best = bestStandby(input, topology.primary);
+  if (!best) {
+    result.waiting = `primary ${topology.primary} is not serving, and no standby can take over`;
+    return result;
+  }
+  const since = named?.troubleSince ?? input.now;
+  const left = since + input.failoverDelayMs - input.now;
+  if (left > 0) {
+    // A message that stays the same while the delay runs: the status is not rewritten each poll.
+    result.waiting = `primary ${topology.primary} lost; ${best.pod} takes over at ${new Date(since + input.failoverDelayMs).toISOString()} unless it returns`;
+    result.recheckInMs = left;
+    return result;
+  }
+  result.step = {
+    kind: 'topology',
+    topology: { ...topology, primary: best.pod },
+    reason: 'Failover',
+    message: `primary ${topology.primary} lost for ${Math.round((input.now - since) / 1000)} s: ${best.pod}, the most advanced standby, takes over`,
+  };
+  return result;
+}
+
+/**
+ * A new template reaches the replicas first, one at a time, each once every
+ * instance serves again (the previous one streams within the lag bound); then
+ * the primary hands over once, to the most advanced updated replica, and its
+ * Pod, fenced by the switchover, comes back from the new template as a replica.
+ */
+function rollingUpdate(input: PlanInput, primary: Member, result: Plan): void {
+  const staying = input.members.filter((m) => m.ordinal < input.replicas);
+  const outdated = staying.filter((m) => m.outdated);
+  if (!outdated.length) return;
+  const unsettled = staying.find((m) => !m.uid || m.deleting || !result.roles.get(m.pod));
+  if (unsettled) {
+    result.waiting = `rolling update: waiting for ${unsettled.pod} to serve before the next instance is replaced`;
+    return;
+  }
+  const replica = outdated.filter((m) => m !== primary).sort((a, b) => b.ordinal - a.ordinal)[0];
+  if (replica) {
+    result.step = {
+      kind: 'replace',
+      pod: replica.pod,
+      uid: replica.uid!,
+      message: `rolling update: replacing replica ${replica.pod} (${outdated.length} of ${staying.length} instances to go, the primary last)`,
+    };
+    return;
+  }
+  let best: Member | undefined;
+  for (const m of staying)
+    if (m !== primary && !m.outdated && m.server?.streaming && (!best || better(m, best))) best = m;
+  if (!best) return;
+  result.step = {
+    kind: 'topology',
+    topology: { ...input.topology, primary: best.pod },
+    reason: 'Switchover',
+    message: `rolling update: every replica runs the new template; ${primary.pod} hands the primary role to ${best.pod}, then is replaced`,
+  };
+}
+
+/** Whether the Pod was created before the second the topology last changed in (creation times are whole seconds). */
+function startedBefore(m: Member, t: Topology): boolean {
+  if (t.since === undefined || m.createdAt === undefined) return true;
+  return m.createdAt < Math.floor(t.since / 1000) * 1000 + 1000;
+}
+
+function roleOf(m: Member, primary: Member | undefined, input: PlanInput): Role | undefined {
+  if (!m.ready || m.deleting || !m.server) return undefined;
+  if (m === primary) return 'primary';
+  const s = m.server;
+  if (s.writable || !s.streaming || !primary?.server || m.ordinal >= input.replicas) return undefined;
+  if (input.systemId && s.systemId !== input.systemId) return undefined;
+  // Within the lag bound of the primary's write position, or it serves stale reads.
+  return primary.server.lsn - s.replayLsn <= input.maxLag ? 'replica' : undefined;
+}
+
+/** Where a running primary should move: a requested switchover, or off an ordinal being scaled away. */
+function switchoverTarget(
+  input: PlanInput,
+  primary: Member,
+): { member: Member; why: string } | { refuse: string } | undefined {
+  const requested = input.switchoverTo;
+  if (requested && requested !== primary.pod) {
+    const m = input.members.find((x) => x.pod === requested);
+    if (!m || m.ordinal >= input.replicas)
+      return { refuse: `switchover to ${requested}: no such instance among the ${input.replicas} replicas` };
+    if (!m.server || !m.server.streaming || !m.ready)
+      return { refuse: `switchover to ${requested}: it is not a ready, streaming standby` };
+    return { member: m, why: `switchover requested: ${primary.pod} hands the primary role to ${m.pod}` };
+  }
+  if (primary.ordinal >= input.replicas) {
+    const best = bestStandby(input, primary.pod);
+    if (best?.server?.streaming && best.ready)
+      return {
+        member: best,
+        why: `scaling to ${input.replicas}: the primary moves off ${primary.pod}, which is removed, to ${best.pod}`,
+      };
+  }
+  return undefined;
+}

@@ -1,0 +1,578 @@
+// Backups that survive, and restores, for real: PostgreSQL on the real node,
+// pgBackRest in its container, versitygw (an S3-compatible store, over HTTPS
+// with its own CA) on this machine, the Database and DatabaseBackup
+// controllers in a Manager on this host. Rows are written and read back by
+// query; what a restore holds is checked row by row. The store is "stopped"
+// by SIGSTOP (it keeps its data and answers nothing until SIGCONT), and what
+// it holds is read with `pgbackrest info` in the primary. The figures (backup
+// and restore times, how long a failure takes to show) are test diagnostics.
+import assert from 'node:assert/strict';
+import { before, describe, test } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
+import { type KubeClient, Kinds } from '@regulon/client';
+import type { Manager } from '@regulon/runtime';
+import { eventually, type ObjectStore, type TestEnv } from '@regulon/testenv';
+import pg from 'pg';
+import { Database } from './api.ts';
+import { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
+import { PodExec } from './backup/exec.ts';
+import { FAILING_METRIC } from './backup/metrics.ts';
+import { parseInfo, type RepositoryInfo } from './backup/pgbackrest.ts';
+import { SLOT_ANNOTATION } from './backup/schedule.ts';
+import { backupSuite, BUCKET, cond, range } from './testing/backup-suite.ts';
+import { readCredentials } from './testing/workload.ts';
+
+describe('Database backups to an object store (postgres, pgBackRest)', { timeout: 30 * 60_000 }, () => {
+  const s = backupSuite({
+    engine: 'postgres',
+    namespacePrefix: 'pg-backup',
+    storage: '1Gi',
+    patienceMs: 300_000,
+  });
+  let env: TestEnv;
+  let client: KubeClient;
+  let mgr: Manager;
+  let ns: string;
+  let version: string;
+  let store: ObjectStore;
+  /** Runs commands in the instances, as the manager does. */
+  let execIn: PodExec;
+  before(() => {
+    ({ env, client, mgr, ns, version, store } = s);
+    execIn = new PodExec(env.kubeConfig);
+  });
+  const { objectStore, createDatabase, ready, finished, backupOf, listEvents, eventsAbout } = s;
+  const { assertNoKeysAnywhere, pauseStore, resumeStore } = s;
+  const dbs = () => client.resource(Database);
+  const backups = () => client.resource(DatabaseBackup);
+
+  /** Runs `use` connected to the Database's primary (its Pod IP: this host reaches the real node's Pods). */
+  const withPrimary = async <R>(name: string, use: (c: pg.Client) => Promise<R>): Promise<R> => {
+    const db = await dbs().get(name, { namespace: ns });
+    const primary = db.status?.currentPrimary ?? `${name}-0`;
+    const pod = await client.resource<V1Pod>(Kinds.Pod).get(primary, { namespace: ns });
+    const creds = await readCredentials(client, ns, name);
+    const c = new pg.Client({
+      host: pod.status!.podIP!,
+      port: 5432,
+      user: creds.username,
+      password: creds.password,
+      database: creds.database,
+      connectionTimeoutMillis: 5_000,
+    });
+    c.on('error', () => {});
+    await c.connect();
+    try {
+      return await use(c);
+    } finally {
+      await c.end().catch(() => {});
+    }
+  };
+  const insert = (name: string, from: number, to: number) =>
+    withPrimary(name, (c) =>
+      c.query('insert into items(id) select generate_series($1::int, $2::int)', [from, to]),
+    );
+  const ids = (name: string) =>
+    withPrimary(name, async (c) =>
+      (await c.query<{ id: number }>('select id from items order by id')).rows.map((r) => r.id),
+    );
+  /** `pgbackrest info` of the Database's repository, run in its primary: what the store holds. */
+  const repositoryInfo = async (name: string): Promise<RepositoryInfo> => {
+    const db = await dbs().get(name, { namespace: ns });
+    const r = await execIn.exec({
+      namespace: ns,
+      pod: db.status!.currentPrimary!,
+      container: 'postgres',
+      command: ['pgbackrest', 'info', '--output=json'],
+      timeoutMs: 90_000,
+    });
+    return parseInfo(r.stdout);
+  };
+  const failingMetric = async (database: string) =>
+    (await mgr.registry.getSingleMetric(FAILING_METRIC)?.get())?.values.find(
+      (v) => v.labels['database'] === database && v.labels['database_namespace'] === ns,
+    )?.value;
+  const slotOf = (b: DatabaseBackupObject) => Date.parse(b.metadata.annotations?.[SLOT_ANNOTATION] ?? '');
+
+  test('the API server refuses what cannot work, saying why', async () => {
+    const refused = async (spec: Record<string, unknown>, message: RegExp, name = 'refused') =>
+      assert.rejects(
+        dbs().create(
+          Database.object({
+            metadata: { name, namespace: ns },
+            spec: { engine: 'postgres', version, replicas: 1, storage: { size: '1Gi' }, ...spec },
+          }),
+        ),
+        (err: Error) => message.test(err.message),
+      );
+    const backup = { enabled: true, schedule: '0 3 * * *', historyLimit: 1 };
+    await refused(
+      { engine: 'mysql', backup: { ...backup, objectStore: objectStore() } },
+      /backup.objectStore is supported for postgres and mariadb/,
+    );
+    await refused(
+      { backup: { ...backup, objectStore: { ...objectStore(), endpoint: 'http://10.0.0.1:9000' } } },
+      /endpoint must be an https:\/\/ URL/,
+    );
+    await refused(
+      { bootstrap: { recovery: { backup: 'first', source: objectStore('store-keys', 'a/b') } } },
+      /recovery names exactly one of backup \(a DatabaseBackup\) or source/,
+    );
+    await refused(
+      { bootstrap: { recovery: { backup: 'first', targetTime: '2026-11-24T12:00:00Z' } } },
+      /targetTime needs source/,
+    );
+    await refused({ bootstrap: { recovery: { source: objectStore() } } }, /source.path is required/);
+    await refused(
+      { backup: { ...backup, objectStore: objectStore(), retention: {} } },
+      /retention names count, maxAge or both/,
+    );
+    await refused(
+      { backup: { ...backup, objectStore: objectStore(), retention: { maxAge: '30 days' } } },
+      /maxAge is a whole number and a unit: m \(minutes\), h \(hours\), d \(days\) or w \(weeks\)/,
+    );
+    await refused(
+      { backup: { ...backup, objectStore: objectStore(), retention: { count: 0 } } },
+      /should be greater than or equal to 1/,
+    );
+    await refused(
+      { backup: { ...backup, retention: { count: 3 } } },
+      /backup.retention needs backup.objectStore/,
+    );
+  });
+
+  test('rows, a backup, more rows; a Database restored from the backup holds exactly the first rows', async (t) => {
+    await createDatabase('orders');
+    await ready('orders');
+    await withPrimary('orders', (c) => c.query('create table items(id int primary key)'));
+    await insert('orders', 1, 100);
+
+    const startedAt = Date.now();
+    await backupOf('first', 'orders');
+    const b = await finished('first');
+    t.diagnostic(`backup of a fresh Database: ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+    assert.equal(b.status?.phase, 'Succeeded', JSON.stringify(b.status?.conditions));
+    assert.match(b.status?.label ?? '', /^\d{8}-\d{6}F$/);
+    assert.ok((b.status?.sizeBytes ?? 0) > 0);
+    assert.match(b.status?.wal?.startSegment ?? '', /^[0-9A-F]{24}$/);
+    assert.match(b.status?.wal?.stopLsn ?? '', /^[0-9A-F]+\/[0-9A-F]+$/);
+    assert.equal(b.status?.repository?.path, `${ns}/orders`);
+    // The repository has it, under the Database's path.
+    const objects = await store.listObjects(BUCKET, `${ns}/orders/backup/db/${b.status.label!}/`);
+    assert.ok(objects.length > 0, 'the backup is in the bucket');
+
+    const db = await eventually('BackupSucceeded=True on the Database', async () => {
+      const d = await dbs().get('orders', { namespace: ns });
+      return cond(d.status?.conditions, 'BackupSucceeded')?.status === 'True' ? d : undefined;
+    });
+    assert.equal(db.status?.lastBackup, b.status?.stoppedAt);
+
+    await insert('orders', 101, 200);
+
+    const restoring = Date.now();
+    await createDatabase('restored', { bootstrap: { recovery: { backup: 'first' } } });
+    await ready('restored');
+    t.diagnostic(`restored to Ready: ${((Date.now() - restoring) / 1000).toFixed(1)} s`);
+    // Its own generated credentials open it: the restore gave the operator's roles this Database's passwords.
+    assert.deepEqual(await ids('restored'), range(1, 100));
+    assert.deepEqual(await ids('orders'), range(1, 200), 'the source is untouched');
+    await assert.rejects(
+      dbs().patch('restored', { spec: { bootstrap: null } }, { namespace: ns, type: 'merge' }),
+      /bootstrap is how the Database was first filled: it cannot be added, changed or removed later/,
+    );
+  });
+
+  test('point in time: rows at t1, t2, t3; recovered to a time between t2 and t3, the rows of t1 and t2 only', async (t) => {
+    await createDatabase('ledger');
+    await ready('ledger');
+    await withPrimary('ledger', (c) => c.query('create table items(id int primary key)'));
+    await insert('ledger', 1, 10);
+    await backupOf('ledger-base', 'ledger');
+    assert.equal((await finished('ledger-base')).status?.phase, 'Succeeded');
+
+    await insert('ledger', 11, 20);
+    // The target: the server's own clock after t2's commit, so no clock of this host is involved.
+    const target = await withPrimary('ledger', async (c) => {
+      const r = await c.query<{ t: string }>(
+        `select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as t`,
+      );
+      return r.rows[0]!.t;
+    });
+    // t3 must commit at a later timestamp than the target: a clock tick apart, not a wait for anything.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await insert('ledger', 21, 30);
+    // Close the segment holding t3 and wait until it is archived: the archive must cover the target and beyond.
+    const switched = Date.now();
+    const segment = await withPrimary('ledger', async (c) => {
+      const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
+      return r.rows[0]!.w;
+    });
+    await eventually('the segment holding t3 archived', () =>
+      withPrimary('ledger', async (c) => {
+        const r = await c.query<{ w: string | null }>('select last_archived_wal as w from pg_stat_archiver');
+        return (r.rows[0]?.w ?? '') >= segment;
+      }),
+    );
+    t.diagnostic(`archived-WAL lag after a segment switch: ${((Date.now() - switched) / 1000).toFixed(1)} s`);
+
+    const recovering = Date.now();
+    await createDatabase('ledger-pitr', {
+      bootstrap: { recovery: { source: objectStore('store-keys', `${ns}/ledger`), targetTime: target } },
+    });
+    await ready('ledger-pitr');
+    t.diagnostic(
+      `point-in-time recovery, created to Ready: ${((Date.now() - recovering) / 1000).toFixed(1)} s`,
+    );
+    assert.deepEqual(await ids('ledger-pitr'), range(1, 20));
+  });
+
+  test('wrong store credentials: the backup fails with the reason, a Warning Event, BackupSucceeded=False; the Database stays Ready; no key anywhere', async () => {
+    const db = await dbs().get('orders', { namespace: ns });
+    await dbs().patch(
+      'orders',
+      { spec: { backup: { ...db.spec.backup!, objectStore: objectStore('wrong-keys') } } },
+      { namespace: ns, type: 'merge' },
+    );
+    await eventually('orders rolled to the wrong keys and Ready', async () => {
+      const d = await dbs().get('orders', { namespace: ns });
+      const pod = await client.resource<V1Pod>(Kinds.Pod).get('orders-0', { namespace: ns });
+      const usesWrong = pod.spec?.containers[0]?.env?.some(
+        (e) => e.valueFrom?.secretKeyRef?.name === 'wrong-keys',
+      );
+      return usesWrong && cond(d.status?.conditions, 'Ready')?.status === 'True' ? d : undefined;
+    });
+
+    await backupOf('denied', 'orders');
+    const b = await finished('denied');
+    assert.equal(b.status?.phase, 'Failed');
+    const failed = cond(b.status?.conditions, 'Succeeded');
+    assert.equal(failed?.reason, 'BackupFailed');
+    assert.match(failed?.message ?? '', /403 \(Forbidden\)/);
+    assert.match(failed?.message ?? '', /access keys/);
+
+    const d = await eventually('BackupSucceeded=False on the Database', async () => {
+      const x = await dbs().get('orders', { namespace: ns });
+      return cond(x.status?.conditions, 'BackupSucceeded')?.status === 'False' ? x : undefined;
+    });
+    assert.equal(cond(d.status?.conditions, 'Ready')?.status, 'True', 'serving is not backing up');
+
+    const events = await eventually('a Warning Event about the backup', async () => {
+      const list = await client.request<{ items: Array<Record<string, unknown>> }>({
+        method: 'GET',
+        path: `/apis/events.k8s.io/v1/namespaces/${ns}/events`,
+      });
+      const warning = list.items.find(
+        (e) =>
+          e['type'] === 'Warning' &&
+          (e['regarding'] as { kind?: string; name?: string } | undefined)?.name === 'denied',
+      );
+      return warning ? list.items : undefined;
+    });
+
+    assert.ok(events.length > 0);
+    // Neither the wrong keys nor the real ones: not in any status, any Event or any instance's log.
+    await assertNoKeysAnywhere();
+  });
+
+  test('a schedule makes a DatabaseBackup per slot, and the Database follows it', async (t) => {
+    await createDatabase('ticker', {
+      backup: { enabled: true, schedule: '* * * * *', historyLimit: 1, objectStore: objectStore() },
+    });
+    await ready('ticker');
+    const since = Date.now();
+    const scheduled = await eventually(
+      'a scheduled DatabaseBackup of ticker succeeded',
+      async () => {
+        const list = await backups().list({
+          namespace: ns,
+          labelSelector: 'regulon.dev/scheduled-for=ticker',
+        });
+        return list.items.find((b) => b.status?.phase === 'Succeeded');
+      },
+      180_000,
+    );
+    t.diagnostic(
+      `first scheduled backup succeeded ${((Date.now() - since) / 1000).toFixed(0)} s after Ready`,
+    );
+    assert.match(scheduled.metadata.name!, /^ticker-\d{8}-\d{4}$/);
+    assert.equal(
+      scheduled.metadata.ownerReferences,
+      undefined,
+      'it outlives the Database: a restore needs it',
+    );
+    await eventually('BackupSucceeded=True on ticker', async () => {
+      const d = await dbs().get('ticker', { namespace: ns });
+      return cond(d.status?.conditions, 'BackupSucceeded')?.status === 'True';
+    });
+    // No backup a minute for the rest of the run.
+    await dbs().delete('ticker', { namespace: ns });
+  });
+
+  test('the object store stopped during a scheduled backup: that backup fails visibly, the first slot after the store returns succeeds, and retention removes what it should and nothing else', async (t) => {
+    await createDatabase('metronome', {
+      backup: {
+        enabled: true,
+        schedule: '* * * * *',
+        historyLimit: 1,
+        objectStore: objectStore(),
+        retention: { count: 2 },
+      },
+    });
+    await ready('metronome');
+    await withPrimary('metronome', (c) => c.query('create table items(id int primary key)'));
+    // An on-demand backup counts with the scheduled ones: the oldest of them all, the first to go.
+    await backupOf('metronome-manual', 'metronome');
+    const manual = await finished('metronome-manual');
+    assert.equal(manual.status?.phase, 'Succeeded', JSON.stringify(manual.status?.conditions));
+    const scheduled = async () =>
+      (
+        await backups().list({ namespace: ns, labelSelector: 'regulon.dev/scheduled-for=metronome' })
+      ).items.sort((a, b) => slotOf(a) - slotOf(b));
+    const first = await eventually(
+      'a scheduled backup of metronome succeeded',
+      async () => (await scheduled()).find((b) => b.status?.phase === 'Succeeded'),
+      240_000,
+    );
+
+    // The next slot's DatabaseBackup: the store stops the moment it exists, before or while pgBackRest runs.
+    const victim = await eventually(
+      "the next slot's DatabaseBackup",
+      async () => (await scheduled()).find((b) => slotOf(b) > slotOf(first)),
+      120_000,
+      100,
+    );
+    pauseStore();
+    const paused = Date.now();
+    const failed = await finished(victim.metadata.name!, 600_000);
+    const why = cond(failed.status?.conditions, 'Succeeded');
+    t.diagnostic(
+      `store stopped: ${victim.metadata.name} ${failed.status?.phase} ${((Date.now() - paused) / 1000).toFixed(0)} s later (${why?.reason}: ${why?.message})`,
+    );
+    assert.equal(failed.status?.phase, 'Failed');
+    assert.equal(why?.reason, 'BackupFailed');
+    assert.ok((why?.message ?? '').length > 20, 'the reason is pgBackRest’s, not a bare exit code');
+    const down = await eventually('BackupSucceeded=False on metronome', async () => {
+      const d = await dbs().get('metronome', { namespace: ns });
+      return cond(d.status?.conditions, 'BackupSucceeded')?.status === 'False' ? d : undefined;
+    });
+    assert.equal(cond(down.status?.conditions, 'Ready')?.status, 'True', 'serving is not backing up');
+    await eventually('a Warning Event about the failed backup', async () =>
+      (await eventsAbout(victim.metadata.name!, 'Warning')).length > 0 ? true : undefined,
+    );
+    await eventually('regulon_database_backup_failing 1 for metronome', async () =>
+      (await failingMetric('metronome')) === 1 ? true : undefined,
+    );
+
+    resumeStore();
+    const resumed = Date.now();
+    // The first slot whose backup starts with the store back succeeds, and then one more: three succeeded, count 2.
+    await eventually(
+      'two scheduled backups after the failed one succeeded',
+      async () =>
+        (await scheduled()).filter((b) => slotOf(b) > slotOf(failed) && b.status?.phase === 'Succeeded')
+          .length >= 2
+          ? true
+          : undefined,
+      600_000,
+      1_000,
+    );
+    t.diagnostic(
+      `two backups succeeded ${((Date.now() - resumed) / 1000).toFixed(0)} s after the store returned`,
+    );
+    // No more slots: what is left to check must hold still.
+    const db = await dbs().get('metronome', { namespace: ns });
+    await dbs().patch(
+      'metronome',
+      { spec: { backup: { ...db.spec.backup!, enabled: false } } },
+      { namespace: ns, type: 'merge' },
+    );
+    const settled = await eventually(
+      'every DatabaseBackup of metronome finished, and retention done in the repository and the API alike',
+      async () => {
+        const all = (await backups().list({ namespace: ns })).items.filter(
+          (b) => b.spec.database === 'metronome',
+        );
+        if (all.some((b) => b.status?.phase !== 'Succeeded' && b.status?.phase !== 'Failed'))
+          return undefined;
+        const succeeded = all.filter((b) => b.status?.phase === 'Succeeded');
+        if (succeeded.length !== 2) return undefined;
+        const info = await repositoryInfo('metronome');
+        const listed = info.backups.map((k) => k.label).sort();
+        const kept = succeeded.map((b) => b.status!.label!).sort();
+        return JSON.stringify(listed) === JSON.stringify(kept) ? { all, succeeded, info } : undefined;
+      },
+      300_000,
+      2_000,
+    );
+    const names = settled.all.map((b) => b.metadata.name);
+    assert.ok(!names.includes('metronome-manual'), 'the oldest succeeded backup is gone');
+    assert.ok(!names.includes(first.metadata.name), 'and so is the next oldest');
+    assert.ok(names.includes(failed.metadata.name), 'a failed DatabaseBackup holds nothing: it stays');
+    const newest = settled.succeeded
+      .map((b) => b.status!)
+      .sort((a, b) => Date.parse(b.stoppedAt!) - Date.parse(a.stoppedAt!));
+    assert.ok(
+      Date.parse(newest[1]!.stoppedAt!) > Date.parse(first.status!.stoppedAt!),
+      'what is kept is newer than what went',
+    );
+    // The WAL only the expired backups needed is gone; what the oldest kept one needs is there.
+    const oldestKeptStart = newest[1]!.wal!.startSegment!;
+    assert.ok(settled.info.archive.min, 'WAL is archived');
+    assert.ok(
+      settled.info.archive.min > manual.status.wal!.startSegment!,
+      `WAL expired: the archive starts at ${settled.info.archive.min}, after ${manual.status.wal!.startSegment}`,
+    );
+    assert.ok(
+      settled.info.archive.min <= oldestKeptStart,
+      `the archive (from ${settled.info.archive.min}) covers the oldest kept backup (from ${oldestKeptStart})`,
+    );
+    const expired = (await listEvents())
+      .filter((e) => e['reason'] === 'BackupExpired')
+      .map((e) => String(e['note']));
+    for (const gone of [manual, first])
+      assert.ok(
+        expired.some((note) => note.includes(gone.status!.label!) && note.includes(gone.metadata.name!)),
+        `a Normal Event names ${gone.metadata.name}: ${expired.join(' | ')}`,
+      );
+    const d = await eventually('BackupSucceeded=True on metronome again', async () => {
+      const x = await dbs().get('metronome', { namespace: ns });
+      return cond(x.status?.conditions, 'BackupSucceeded')?.status === 'True' ? x : undefined;
+    });
+    assert.equal(cond(d.status?.conditions, 'Ready')?.status, 'True');
+    await eventually('regulon_database_backup_failing 0 for metronome', async () =>
+      (await failingMetric('metronome')) === 0 ? true : undefined,
+    );
+    await assertNoKeysAnywhere();
+    await dbs().delete('metronome', { namespace: ns });
+  });
+
+  test('a backup taken during a failover: it succeeds, or fails visibly and a retry on the new primary succeeds; what succeeded restores exactly the rows written before it; archiving goes on from the new primary', async (t) => {
+    await createDatabase('pair', { replicas: 2, replication: { failoverDelaySeconds: 0 } });
+    await ready('pair');
+    await eventually(
+      'both instances of pair serving',
+      async () => (await dbs().get('pair', { namespace: ns })).status?.readyReplicas === 2,
+      300_000,
+    );
+    await withPrimary('pair', (c) => c.query('create table items(id int primary key)'));
+    await insert('pair', 1, 100);
+    const old = (await dbs().get('pair', { namespace: ns })).status!.currentPrimary!;
+
+    await backupOf('pair-during', 'pair');
+    await eventually(
+      'pair-during running',
+      async () => {
+        const b = await backups().get('pair-during', { namespace: ns });
+        return b.status?.phase === 'Running' || b.status?.phase === 'Succeeded' ? b : undefined;
+      },
+      120_000,
+      100,
+    );
+    const lostAt = Date.now();
+    await client.resource<V1Pod>(Kinds.Pod).delete(old, { namespace: ns });
+    const promoted = await eventually(
+      'a replica promoted',
+      async () => {
+        const d = await dbs().get('pair', { namespace: ns });
+        return d.status?.currentPrimary && d.status.currentPrimary !== old
+          ? d.status.currentPrimary
+          : undefined;
+      },
+      300_000,
+    );
+    t.diagnostic(
+      `failover ${old} -> ${promoted} ${((Date.now() - lostAt) / 1000).toFixed(1)} s after the Pod was deleted`,
+    );
+
+    const during = await finished('pair-during', 600_000);
+    const outcome = cond(during.status?.conditions, 'Succeeded');
+    t.diagnostic(
+      `the backup during the failover: ${during.status?.phase} (${outcome?.reason}: ${outcome?.message})`,
+    );
+    let restorable = during;
+    if (during.status?.phase === 'Failed') {
+      // pgBackRest's own failure (it lost the server it backs up), or the operator's once its process is gone.
+      assert.ok(
+        ['BackupFailed', 'InstanceLost'].includes(outcome?.reason ?? ''),
+        `a reason: ${outcome?.reason}`,
+      );
+      assert.ok((outcome?.message ?? '').length > 20, 'a message that says why');
+      await eventually('a Warning Event about pair-during', async () =>
+        (await eventsAbout('pair-during', 'Warning')).length > 0 ? true : undefined,
+      );
+      await backupOf('pair-retry', 'pair');
+      restorable = await finished('pair-retry');
+      assert.equal(restorable.status?.phase, 'Succeeded', JSON.stringify(restorable.status?.conditions));
+      assert.equal(restorable.status?.instance, promoted, 'the retry ran on the new primary');
+    }
+    await insert('pair', 101, 200);
+
+    // Archiving from the new primary: a segment of its timeline reaches the store.
+    const segment = await withPrimary('pair', async (c) => {
+      const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
+      return r.rows[0]!.w;
+    });
+    assert.ok(segment.slice(0, 8) > '00000001', `the new primary writes a new timeline (${segment})`);
+    await eventually(
+      `${segment} archived into the store`,
+      async () =>
+        (await store.listObjects(BUCKET, `${ns}/pair/archive/db/`)).some((o) =>
+          o.key.includes(`/${segment}-`),
+        ) || undefined,
+      180_000,
+      1_000,
+    );
+    const history = (await store.listObjects(BUCKET, `${ns}/pair/archive/db/`)).filter((o) =>
+      o.key.endsWith(`${segment.slice(0, 8)}.history`),
+    );
+    assert.equal(history.length, 1, "the new timeline's history file is archived");
+
+    const restoring = Date.now();
+    await createDatabase('pair-restored', {
+      bootstrap: { recovery: { backup: restorable.metadata.name! } },
+    });
+    await ready('pair-restored');
+    t.diagnostic(
+      `restored from ${restorable.metadata.name} (taken on ${restorable.status?.instance}) to Ready in ${((Date.now() - restoring) / 1000).toFixed(1)} s`,
+    );
+    assert.deepEqual(await ids('pair-restored'), range(1, 100));
+    assert.deepEqual(await ids('pair'), range(1, 200), 'the source is untouched');
+    await assertNoKeysAnywhere();
+  });
+
+  test('throughput: a database of 200 MiB and more, backed up and restored', async (t) => {
+    await createDatabase('bulk');
+    await ready('bulk');
+    // Random hex (not one repeated string): what pgBackRest compresses is what a real table would give it.
+    const pad = Array.from({ length: 32 }, () => 'md5(random()::text)').join(' || ');
+    const sizeBytes = await withPrimary('bulk', async (c) => {
+      await c.query(`create table filler as select g as id, ${pad} as pad from generate_series(1, 210000) g`);
+      await c.query('checkpoint');
+      const r = await c.query<{ size: string }>('select pg_database_size(current_database())::text as size');
+      return Number(r.rows[0]!.size);
+    });
+    const mib = sizeBytes / 2 ** 20;
+    assert.ok(mib >= 200, `the database holds ${mib.toFixed(0)} MiB`);
+
+    await backupOf('bulk-full', 'bulk');
+    const b = await finished('bulk-full', 900_000);
+    assert.equal(b.status?.phase, 'Succeeded', JSON.stringify(b.status?.conditions));
+    const backupSeconds = (Date.parse(b.status.stoppedAt!) - Date.parse(b.status.startedAt!)) / 1000;
+    t.diagnostic(
+      `backup: ${mib.toFixed(0)} MiB database (cluster ${((b.status?.sizeBytes ?? 0) / 2 ** 20).toFixed(0)} MiB, ${((b.status?.repositorySizeBytes ?? 0) / 2 ** 20).toFixed(0)} MiB in the repository) in ${backupSeconds.toFixed(0)} s by pgBackRest's clock: ${((b.status?.sizeBytes ?? 0) / 2 ** 20 / Math.max(backupSeconds, 1)).toFixed(1)} MiB/s`,
+    );
+
+    const restoring = Date.now();
+    await createDatabase('bulk-restored', { bootstrap: { recovery: { backup: 'bulk-full' } } });
+    await ready('bulk-restored', 900_000);
+    const restoreSeconds = (Date.now() - restoring) / 1000;
+    t.diagnostic(
+      `restore: created to Ready in ${restoreSeconds.toFixed(1)} s: ${((b.status?.sizeBytes ?? 0) / 2 ** 20 / restoreSeconds).toFixed(1)} MiB/s of cluster`,
+    );
+    const rows = await withPrimary('bulk-restored', async (c) => {
+      const r = await c.query<{ n: string }>('select count(*)::text as n from filler');
+      return Number(r.rows[0]!.n);
+    });
+    assert.equal(rows, 210000);
+  });
+});

@@ -1,0 +1,83 @@
+// MariaDB replication on real Pods: the scenarios of testing/replication-suite.ts,
+// with what MariaDB adds (mariadbd, a cluster id instead of a system
+// identifier, GTID positions, semi-synchronous replication).
+//   npx regulon-testenv exec -- npx node --test apps/database-controller/src/mariadb-replication.integration.test.ts
+import { basename } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { Kinds } from '@regulon/client';
+import mysql from 'mysql2/promise';
+import { describeReplication, type SuiteContext } from './testing/replication-suite.ts';
+import { LOAD_TABLE, readCredentials } from './testing/workload.ts';
+
+/** One row from an instance, as the application's account (the credentials Secret's). */
+async function ask(
+  { client, namespace, name }: SuiteContext,
+  pod: string,
+  sql: string,
+): Promise<Record<string, unknown>> {
+  const creds = await readCredentials(client, namespace, name);
+  const p = await client.resource<V1Pod>(Kinds.Pod).get(pod, { namespace });
+  const conn = await mysql.createConnection({
+    host: p.status!.podIP!,
+    port: creds.port,
+    user: creds.username,
+    password: creds.password,
+    connectTimeout: 3000,
+  });
+  conn.on('error', () => {});
+  try {
+    const [rows] = await conn.query<mysql.RowDataPacket[]>({ sql, timeout: 5000 });
+    return rows[0] ?? {};
+  } finally {
+    conn.destroy();
+  }
+}
+
+describeReplication({
+  title: 'Database replication on real MariaDB',
+  engine: 'mariadb',
+  name: 'mdb',
+  container: 'mariadb',
+  // The serving mariadbd, not the socket-only one the start script runs while it prepares a data directory.
+  isServer: (argv) => basename(argv[0] ?? '') === 'mariadbd' && !argv.includes('--skip-networking'),
+  identity: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+  position: /^\d+-\d+-\d+$/,
+  uriScheme: 'mysql://',
+  readThrough: async ({ client, namespace, name }, host) => {
+    const creds = await readCredentials(client, namespace, name);
+    const conn = await mysql.createConnection({
+      host,
+      port: creds.port,
+      user: creds.username,
+      password: creds.password,
+      database: creds.database,
+      connectTimeout: 3000,
+    });
+    conn.on('error', () => {});
+    try {
+      // report_host is `<pod>.<headless Service>...` (the start script sets it): the Pod that answered.
+      const [server] = await conn.query<mysql.RowDataPacket[]>({
+        sql: 'select @@report_host as host',
+        timeout: 5000,
+      });
+      const [rows] = await conn.query<mysql.RowDataPacket[]>({
+        sql: `select id from ${LOAD_TABLE}`,
+        timeout: 5000,
+      });
+      return {
+        answeredBy: String(server[0]?.['host'] ?? '').split('.')[0]!,
+        ids: new Set(rows.map((r) => Number(r['id']))),
+      };
+    } finally {
+      conn.destroy();
+    }
+  },
+  waitsForReplicas: async (ctx, primary) => {
+    const row = await ask(
+      ctx,
+      primary,
+      "SELECT @@global.rpl_semi_sync_master_enabled AS enabled, (SELECT variable_value FROM information_schema.global_status WHERE variable_name = 'Rpl_semi_sync_master_clients') AS clients",
+    );
+    return Number(row['enabled']) === 1 && Number(row['clients']) >= 1;
+  },
+});

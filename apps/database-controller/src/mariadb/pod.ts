@@ -1,0 +1,101 @@
+import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import { restrictedContainerSecurityContext } from '@regulon/conventions';
+import type { DatabaseObject } from '../api.ts';
+import { instanceEnv } from '../replication/instance-env.ts';
+import { childNames } from '../names.ts';
+import { mariabackupEnv } from '../backup/mariabackup.ts';
+import { BACKUP_CA_MOUNT, CA_FILE, ownRepository, RECOVERY_MOUNT } from '../backup/pgbackrest.ts';
+import {
+  CONFIG_MOUNT,
+  DATA_MOUNT,
+  PORT,
+  renderStartScript,
+  STARTING_MARKER,
+  TOPOLOGY_MOUNT,
+} from './start-script.ts';
+
+/** The files of the config ConfigMap beside my.cnf (all in its content hash: a change rolls the Pods). */
+export function mariadbFiles(db: DatabaseObject): Record<string, string> {
+  return {
+    'start.sh': renderStartScript({
+      synchronous: !!db.spec.replication?.synchronous,
+      restore: !!db.spec.bootstrap?.recovery,
+    }),
+  };
+}
+
+/**
+ * The volumes the backups read beside the data: the object store's CA
+ * bundle (spec.backup.objectStore.caSecret) and the recovery Secret
+ * (spec.bootstrap.recovery, resolved once by the reconciler). Secret volumes:
+ * neither is ever in a ConfigMap. None for a Database with neither.
+ */
+export function mariadbBackupVolumes(db: DatabaseObject): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
+  const volumes: V1Volume[] = [];
+  const mounts: V1VolumeMount[] = [];
+  const ca = ownRepository(db)?.caSecret;
+  if (ca) {
+    volumes.push({
+      name: 'backup-ca',
+      secret: { secretName: ca.name, items: [{ key: ca.key, path: CA_FILE }] },
+    });
+    mounts.push({ name: 'backup-ca', mountPath: BACKUP_CA_MOUNT, readOnly: true });
+  }
+  if (db.spec.bootstrap?.recovery) {
+    volumes.push({ name: 'recovery', secret: { secretName: childNames(db).recovery, defaultMode: 0o400 } });
+    mounts.push({ name: 'recovery', mountPath: RECOVERY_MOUNT, readOnly: true });
+  }
+  return { volumes, mounts };
+}
+
+/**
+ * The mariadb container: the start script decides, from the topology and its
+ * peers, whether to initialise, clone or rejoin, and execs mariadbd as the
+ * primary or a read-only replica. mariadbd is then PID 1 and shuts down
+ * cleanly on SIGTERM itself, so no preStop hook is needed. Ready means it
+ * answers a query with the credentials it was given; alive means it is
+ * preparing its data or mariadbd answers at all (`ping` succeeds even when
+ * the login is refused).
+ */
+export function mariadbContainer(db: DatabaseObject, credentialsSecret: string, image: string): V1Container {
+  return {
+    name: 'mariadb',
+    image,
+    command: ['bash', `${CONFIG_MOUNT}/start.sh`],
+    ports: [{ name: 'mariadb', containerPort: PORT }],
+    // rclone's settings for spec.backup.objectStore, the keys by secretKeyRef (backup/mariabackup.ts).
+    env: [...instanceEnv(db, credentialsSecret), ...mariabackupEnv(db)],
+    readinessProbe: {
+      exec: {
+        command: [
+          'sh',
+          '-c',
+          // The password from the environment (MYSQL_PWD), never on a command line.
+          `MYSQL_PWD="$SUPERUSER_PASSWORD" mariadb --no-defaults -h 127.0.0.1 -P ${PORT} -u "$SUPERUSER" --connect-timeout=3 -N -B -e "select 1" >/dev/null`,
+        ],
+      },
+      periodSeconds: 5,
+      timeoutSeconds: 4,
+      failureThreshold: 2,
+    },
+    livenessProbe: {
+      exec: {
+        command: [
+          'sh',
+          '-c',
+          `test -e ${STARTING_MARKER} && exit 0; mariadb-admin --no-defaults -h 127.0.0.1 -P ${PORT} --connect-timeout=4 ping >/dev/null 2>&1`,
+        ],
+      },
+      initialDelaySeconds: 30,
+      periodSeconds: 20,
+      timeoutSeconds: 5,
+    },
+    securityContext: restrictedContainerSecurityContext({ readOnlyRootFilesystem: false }),
+    volumeMounts: [
+      { name: 'data', mountPath: DATA_MOUNT },
+      { name: 'config', mountPath: CONFIG_MOUNT },
+      { name: 'topology', mountPath: TOPOLOGY_MOUNT },
+      ...mariadbBackupVolumes(db).mounts,
+    ],
+  };
+}

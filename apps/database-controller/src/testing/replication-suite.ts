@@ -1,0 +1,747 @@
+// The replication scenarios every replicating engine must pass on real Pods
+// (the real node, the engine's Debian image through the image catalog), with
+// the Database controller in a Manager on this host: one primary and
+// replicas, Services that select by role, failover when the primary is lost
+// (Pod, process, volume), switchover on request, a manager stopped half-way
+// through a failover, scaling with a clone, synchronous replication losing
+// nothing, a minor upgrade that moves the primary once, and never two
+// writable instances. Each engine's test file describes what differs (its
+// process, its identity and position formats, what the primary keeps for its
+// replicas) and calls describeReplication(). The figures (time to Ready,
+// failover time, writes lost, outages, catch-up) are test diagnostics.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import type { EventsV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
+import { isNotFound, KubeClient, Kinds, type ResourceType } from '@regulon/client';
+import { ImageCatalog } from '@regulon/image-catalog';
+import { type Manager, type Condition, testManager } from '@regulon/runtime';
+import { eventually, localImageCatalog, start, type TestEnv } from '@regulon/testenv';
+import { Database, type DatabaseObject } from '../api.ts';
+import { setupDatabaseController } from '../index.ts';
+import { SWITCHOVER_ANNOTATION } from '../replication/replication.ts';
+import {
+  lostWrites,
+  readCredentials,
+  readReplicaRows,
+  startRoleSampler,
+  startWriter,
+  type Outage,
+  type WorkloadEngine,
+  type Writer,
+} from './workload.ts';
+
+/** What a scenario may ask of the Database under test beyond the Kubernetes API. */
+export interface SuiteContext {
+  client: KubeClient;
+  namespace: string;
+  name: string;
+}
+
+export interface EngineUnderTest {
+  title: string;
+  engine: WorkloadEngine;
+  /** The Database's name: its Pods are `<name>-<ordinal>`. */
+  name: string;
+  container: string;
+  /** Whether a process of the instance's container is its serving server (see {@link serverPid}). */
+  isServer: (argv: string[]) => boolean;
+  /** status.systemIdentifier, once known. */
+  identity: RegExp;
+  /** status.instances[].lsn, once written to. */
+  position: RegExp;
+  /** How the credentials Secret's `uri` starts. */
+  uriScheme: string;
+  /** What the primary keeps for each other instance (postgres: replication slots), read from it. */
+  keptForReplicas?: {
+    read: (ctx: SuiteContext, primary: string) => Promise<string[]>;
+    expected: (others: string[]) => string[];
+  };
+  /**
+   * One new connection to `host` (a Service's address) with the application's
+   * credentials: the load table's ids, and which instance answered (its Pod IP).
+   */
+  readThrough: (ctx: SuiteContext, host: string) => Promise<{ answeredBy: string; ids: Set<number> }>;
+  /** The primary really waits for a replica's acknowledgement (synchronous mode is not only configured). */
+  waitsForReplicas?: (ctx: SuiteContext, primary: string) => Promise<boolean>;
+}
+
+/**
+ * The host PID of the process of a Pod's container that `matches`: the
+ * kubelet's cgroups carry the Pod's uid.
+ */
+export function serverPid(podUid: string, matches: (argv: string[]) => boolean): number | undefined {
+  const marks = [podUid, podUid.replace(/-/g, '_')];
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const cgroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+      if (!marks.some((m) => cgroup.includes(m))) continue;
+      if (matches(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'))) return Number(pid);
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return undefined;
+}
+
+const cond = (db: DatabaseObject, type: string): Condition | undefined =>
+  db.status?.conditions?.find((c) => c.type === type);
+const EndpointSlices: ResourceType<V1EndpointSlice> = Object.freeze({
+  group: 'discovery.k8s.io',
+  version: 'v1',
+  kind: 'EndpointSlice',
+  plural: 'endpointslices',
+  namespaced: true,
+});
+const gone = (read: () => Promise<unknown>) => () =>
+  read().then(
+    () => false,
+    (err: unknown) => {
+      if (isNotFound(err)) return true;
+      throw err;
+    },
+  );
+
+export function describeReplication(e: EngineUnderTest): void {
+  const { engine, name: NAME, container } = e;
+  const pod = (ordinal: number) => `${NAME}-${ordinal}`;
+
+  describe(e.title, { timeout: 30 * 60_000 }, () => {
+    let env: TestEnv;
+    let client: KubeClient;
+    let mgr: Manager;
+    let running: Promise<void>;
+    let ns: string;
+    let version: string;
+    let nextVersion: string;
+    let catalog: ImageCatalog;
+    let writer: Writer | undefined;
+    const dbs = () => client.resource(Database);
+    const get = () => dbs().get(NAME, { namespace: ns });
+    const pods = () => client.resource<V1Pod>(Kinds.Pod);
+    const ctx = (): SuiteContext => ({ client, namespace: ns, name: NAME });
+
+    before(async () => {
+      env = await start({ realNodes: 1 });
+      await env.installCRDs([Database.crd()]);
+      client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 100, burst: 200 });
+      ns = await env.newNamespace(`${engine}-repl`, { realNode: true });
+      const local = await localImageCatalog();
+      const built = local[engine]![0]!;
+      version = built.version;
+      // Debian ships one version of each engine at a time: the minor upgrade rolls to a next
+      // patch version that this catalog maps, openly, to the same image. What it tests is the
+      // roll (every Pod replaced under load, the primary handed over once), not a new binary.
+      nextVersion = version.replace(/\d+$/, (p) => String(Number(p) + 1));
+      catalog = ImageCatalog.fromDocument(
+        { ...local, [engine]: [built, { version: nextVersion, image: built.image }] },
+        'testenv images',
+      );
+      startManager();
+    });
+    /** A manager on this host, as a fresh process would start one: empty caches, no memory. */
+    const startManager = () => {
+      mgr = testManager(env.kubeConfig, { namespace: ns });
+      setupDatabaseController(mgr, { imageCatalog: catalog });
+      running = mgr.start();
+    };
+    after(async () => {
+      await writer?.stop().catch(() => {});
+      mgr?.stop();
+      await running;
+      client?.close();
+      await env?.stop();
+    });
+
+    /** The last lines an instance's container logged (the start script's `regulon:` lines, the server's). */
+    const containerLog = async (p: string, lines = 15, previous = false): Promise<string> => {
+      try {
+        const text = await client.request<string>({
+          method: 'GET',
+          path: `/api/v1/namespaces/${ns}/pods/${p}/log`,
+          query: { container, tailLines: String(lines), ...(previous ? { previous: 'true' } : {}) },
+        });
+        return typeof text === 'string' ? text : '';
+      } catch (err) {
+        return `(no log: ${(err as Error).message})`;
+      }
+    };
+    /**
+     * What the Database and its Pods look like now, for a failure's message: a
+     * timeout alone says nothing about why. No Secret, no environment: no password.
+     */
+    const explain = async (): Promise<string> => {
+      const parts: string[] = [];
+      try {
+        parts.push(`status: ${JSON.stringify((await get()).status)}`);
+      } catch (err) {
+        parts.push(`status unreadable: ${(err as Error).message}`);
+      }
+      const list = await pods()
+        .list({ namespace: ns, labelSelector: `app.kubernetes.io/instance=${NAME}` })
+        .catch(() => ({ items: [] as V1Pod[] }));
+      for (const p of list.items) {
+        const name = p.metadata!.name!;
+        const c = p.status?.containerStatuses?.find((s) => s.name === container);
+        const state =
+          c?.state?.waiting?.reason ??
+          (c?.state?.running ? 'running' : (c?.state?.terminated?.reason ?? '?'));
+        parts.push(
+          `--- ${name}: phase ${p.status?.phase}, ready ${c?.ready}, ${state}, restarts ${c?.restartCount ?? 0}, ` +
+            `role label ${p.metadata?.labels?.['regulon.dev/role'] ?? '-'}\n${await containerLog(name)}`,
+        );
+        if (c?.restartCount)
+          parts.push(`--- ${name}, the run before:\n${await containerLog(name, 10, true)}`);
+      }
+      return parts.join('\n');
+    };
+    /** The work, and on a failure the state of things in its message. */
+    const explained = async <T>(work: Promise<T>): Promise<T> => {
+      try {
+        return await work;
+      } catch (err) {
+        (err as Error).message += `\n${await explain()}`;
+        throw err;
+      }
+    };
+
+    /** The Database once its status describes its spec and `check` holds. */
+    const until = (what: string, check: (db: DatabaseObject) => boolean, timeoutMs = 180_000) =>
+      explained(
+        eventually(
+          what,
+          async () => {
+            const db = await get();
+            return db.status?.observedGeneration === db.metadata.generation && check(db) ? db : undefined;
+          },
+          timeoutMs,
+        ),
+      );
+    const healthy = (db: DatabaseObject) =>
+      cond(db, 'Ready')?.status === 'True' &&
+      cond(db, 'ReplicationHealthy')?.status === 'True' &&
+      db.status?.instances?.filter((i) => i.role === 'replica').length === db.spec.replicas - 1;
+    const endpointsOf = async (service: string) => {
+      const slices = await client
+        .resource(EndpointSlices)
+        .list({ namespace: ns, labelSelector: `kubernetes.io/service-name=${service}` });
+      return slices.items
+        .flatMap((s) => s.endpoints ?? [])
+        .filter((x) => x.conditions?.ready !== false)
+        .map((x) => x.targetRef?.name ?? '')
+        .sort();
+    };
+    const rowsEverywhere = () => readReplicaRows({ client, namespace: ns, db: NAME, engine });
+
+    test('three instances: one primary, two replicas; 1000 rows written through the client Service are on every replica', async (t) => {
+      await dbs().create(
+        Database.object({
+          metadata: { name: NAME, namespace: ns },
+          spec: {
+            engine,
+            version,
+            replicas: 3,
+            storage: { size: '1Gi' },
+            backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 1 },
+            replication: { failoverDelaySeconds: 5 },
+          },
+        }),
+      );
+      const started = Date.now();
+      const db = await until('three instances, replicating', healthy, 300_000);
+      t.diagnostic(`created to Ready with two replicas: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      assert.equal(db.status?.currentPrimary, pod(0));
+      assert.match(db.status?.systemIdentifier ?? '', e.identity);
+      assert.deepEqual(
+        db.status?.instances?.map((i) => `${i.name}:${i.role}:${i.state}`),
+        [`${pod(0)}:primary:Primary`, `${pod(1)}:replica:Streaming`, `${pod(2)}:replica:Streaming`],
+      );
+      // The Secret's values are checked, never printed.
+      const creds = await readCredentials(client, ns, NAME);
+      assert.equal(creds.host, `${NAME}.${ns}.svc`);
+      const secret = await client.resource(Kinds.Secret).get(`${NAME}-credentials`, { namespace: ns });
+      assert.ok(
+        Buffer.from(secret.data?.['uri'] ?? '', 'base64')
+          .toString()
+          .startsWith(e.uriScheme),
+        `the uri key is a ${e.uriScheme} URI`,
+      );
+      // The Services select by role: the client Service the primary alone, -ro the replicas.
+      await explained(
+        eventually('Services follow the roles', async () => {
+          const [rw, ro] = [await endpointsOf(NAME), await endpointsOf(`${NAME}-ro`)];
+          return rw.join() === pod(0) && ro.join() === `${pod(1)},${pod(2)}`;
+        }),
+      );
+
+      writer = await startWriter({ client, namespace: ns, db: NAME, engine });
+      const writing = Date.now();
+      await explained(writer.waitForAcks(1000, 300_000));
+      const acked = await writer.acked();
+      t.diagnostic(`1000 acknowledged writes in ${((Date.now() - writing) / 1000).toFixed(1)} s`);
+      const rows = await explained(
+        eventually('every acknowledged row on every replica', async () => {
+          const all = await rowsEverywhere();
+          const replicas = all.filter((r) => r.pod !== pod(0));
+          return replicas.length === 2 &&
+            replicas.every((r) => r.ids && lostWrites(acked, r.ids).length === 0)
+            ? all
+            : undefined;
+        }),
+      );
+      t.diagnostic(`rows per instance: ${rows.map((r) => `${r.pod}=${r.count}`).join(' ')}`);
+      // Read back through the read-only Service, a new connection each time, until every replica
+      // has answered with every row (the Service spreads connections; it never reaches the primary).
+      const ro = (await client.resource(Kinds.Service).get(`${NAME}-ro`, { namespace: ns })).spec!.clusterIP!;
+      const ipOf = new Map(
+        (await pods().list({ namespace: ns, labelSelector: `app.kubernetes.io/instance=${NAME}` })).items.map(
+          (p) => [p.status?.podIP ?? '', p.metadata!.name!],
+        ),
+      );
+      const complete = new Set<string>();
+      let reads = 0;
+      await explained(
+        eventually(
+          'every replica answered through the -ro Service with every row',
+          async () => {
+            const { answeredBy, ids } = await e.readThrough(ctx(), ro);
+            reads++;
+            const from = ipOf.get(answeredBy) ?? answeredBy;
+            assert.notEqual(from, pod(0), 'the read-only Service never reaches the primary');
+            if (lostWrites(acked, ids).length === 0) complete.add(from);
+            return complete.size === 2;
+          },
+          60_000,
+          50,
+        ),
+      );
+      t.diagnostic(
+        `read through ${NAME}-ro: ${[...complete].sort().join(' and ')} answered with every row in ${reads} reads`,
+      );
+      const positioned = await until(
+        'every instance reports its position',
+        (d) => (d.status?.instances ?? []).every((i) => e.position.test(i.lsn ?? '')),
+        60_000,
+      );
+      t.diagnostic(`positions: ${positioned.status!.instances!.map((i) => `${i.name}=${i.lsn}`).join(' ')}`);
+    });
+
+    /** The namespace's Events between two moments, as `+seconds object reason: message`. */
+    const timeline = async (fromMs: number, toMs: number) => {
+      const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
+      const at = (e: EventsV1Event) =>
+        new Date(e.eventTime ?? e.deprecatedLastTimestamp ?? e.metadata?.creationTimestamp ?? 0).getTime();
+      return events
+        .filter((e) => at(e) >= fromMs - 1000 && at(e) <= toMs)
+        .sort((a, b) => at(a) - at(b))
+        .map(
+          (e) =>
+            `+${((at(e) - fromMs) / 1000).toFixed(1)} s ${e.regarding?.name} ${e.reason}: ${(e.note ?? '').slice(0, 160)}`,
+        )
+        .join('; ');
+    };
+
+    /**
+     * Loses the primary by `lose` under the running write load, and checks what
+     * matters: writes resume on a primary, a sampler asking every instance its
+     * role every 200 ms never sees two writable, the old primary rejoins as a
+     * replica and holds every row the primary has. Returns the acknowledged
+     * writes lost (the caller decides whether the semantics allow any) and how
+     * often the primary role moved.
+     */
+    const underLoad = async (
+      t: { diagnostic: (s: string) => void },
+      what: string,
+      lose: (primary: string) => Promise<void>,
+      expectNewPrimary: boolean,
+    ) => {
+      assert.ok(writer, 'the first test started the writer');
+      const before = await until(`${what}: healthy before`, healthy);
+      const old = before.status!.currentPrimary!;
+      const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
+      try {
+        await sampler.waitForRound('one writable instance', (r) => r.writable.length === 1, 30_000);
+        await explained(writer.waitForAcks((await writer.acked()).length + 50, 60_000));
+        const lostAt = Date.now();
+        await lose(old);
+        const resumed = await explained(writer.waitForAckAfter(lostAt, 180_000));
+        const after = await until(
+          `${what}: a primary again, every instance replicating`,
+          (db) => healthy(db) && (!expectNewPrimary || db.status?.currentPrimary !== old),
+          300_000,
+        );
+        const rejoined = Date.now();
+        await explained(writer.waitForAcks((await writer.acked()).length + 50, 60_000));
+        const summary = await sampler.stop();
+        assert.equal(
+          summary.maxWritableAtOnce,
+          1,
+          `never two writable: ${JSON.stringify(summary.splitBrainRounds)}`,
+        );
+        // An instance that accepts writes while it replicates is one the controller would not call writable.
+        const odd = sampler
+          .rounds()
+          .flatMap((r) => r.instances.filter((i) => i.role === 'writable' && i.reason))
+          .map((i) => `${i.name}: ${i.reason}`);
+        assert.deepEqual([...new Set(odd)], [], 'no instance accepts writes while it replicates');
+        if (expectNewPrimary)
+          assert.deepEqual(summary.writableSequence.slice(-2), [old, after.status!.currentPrimary!]);
+        // Every write acknowledged so far is on the primary, and every replica caught up with it.
+        const acked = await writer.acked();
+        const rows = await rowsEverywhere();
+        const primaryRows = rows.find((r) => r.pod === after.status!.currentPrimary);
+        assert.ok(primaryRows?.ids, `read the primary: ${primaryRows?.error}`);
+        const lost = lostWrites(acked, primaryRows.ids);
+        await explained(
+          eventually(`${what}: every instance holds the primary's rows`, async () => {
+            const now = await rowsEverywhere();
+            return (
+              now.length === before.spec.replicas &&
+              now.every((r) => r.ids && acked.every((id) => r.ids!.has(id) || lost.includes(id)))
+            );
+          }),
+        );
+        const caughtUp = Date.now();
+        // The longest stretch without an acknowledged write from the loss until all is healthy again
+        // (in a switchover the old primary takes writes until it stops, so the first write after the
+        // request is not the end of the outage).
+        const longest = (await writer.outages())
+          .filter((o) => o.toMs >= lostAt && o.fromMs <= rejoined)
+          .reduce<Outage | undefined>((a, o) => (a && a.durationMs >= o.durationMs ? a : o), undefined);
+        const outage = longest?.durationMs ?? 0;
+        // A long outage: what the client was told meanwhile (exit 124: the statement timeout).
+        if (longest && outage > 10_000) {
+          const failures = (await writer.log()).failures.filter(
+            (f) => f.atMs >= longest.fromMs && f.atMs <= longest.toMs,
+          );
+          t.diagnostic(
+            `${what}: during the ${(outage / 1000).toFixed(1)} s outage ${failures.length} attempts failed: ` +
+              failures
+                .map(
+                  (f) =>
+                    `+${((f.atMs - longest.fromMs) / 1000).toFixed(1)} s exit ${f.exitCode}${f.message ? ` ${f.message}` : ''}`,
+                )
+                .join('; '),
+          );
+        }
+        t.diagnostic(
+          // Writes resumed: the end of the longest gap (the first ack after the loss may still be the
+          // old primary's, accepted before the loss took effect).
+          `${what}: primary ${old} -> ${after.status!.currentPrimary}; writes resumed ${(((longest?.toMs ?? resumed.atMs) - lostAt) / 1000).toFixed(1)} s after the loss; ` +
+            `write outage ${(outage / 1000).toFixed(1)} s; acknowledged writes lost ${lost.length} of ${acked.length}; ` +
+            `all instances replicating again ${((rejoined - lostAt) / 1000).toFixed(1)} s after the loss, every row on every instance after ${((caughtUp - lostAt) / 1000).toFixed(1)} s; ` +
+            `sampler rounds ${summary.rounds}, slowest ${summary.maxRoundMs} ms`,
+        );
+        // A slow rejoin: what the cluster said meanwhile, to tell a slow fence, a slow Pod start
+        // and a slow rewind or clone apart.
+        if (rejoined - lostAt > 20_000) t.diagnostic(`${what}: ${await timeline(lostAt, rejoined)}`);
+        const moves = summary.writableSequence.length - 1;
+        return { lost, old, primary: after.status!.currentPrimary!, outageMs: outage, moves };
+      } finally {
+        await sampler.stop().catch(() => {});
+      }
+    };
+
+    const killServer = async (primary: string) => {
+      const p = await pods().get(primary, { namespace: ns });
+      const pid = await eventually('the serving server process', () =>
+        Promise.resolve(serverPid(p.metadata!.uid!, e.isServer)),
+      );
+      process.kill(pid, 'SIGKILL');
+    };
+    const restarts = async (p: string) =>
+      (await pods().get(p, { namespace: ns })).status?.containerStatuses?.find((c) => c.name === container)
+        ?.restartCount ?? 0;
+    /** An abrupt loss: the server dies with no clean shutdown, and its Pod goes (no restart in place). */
+    const crash = async (primary: string) => {
+      await killServer(primary);
+      await pods().delete(primary, { namespace: ns });
+    };
+    /** How often each Event reason about the Database occurred so far (a repeated Event is a series). */
+    const eventCounts = async () => {
+      const events = await client.resource(Kinds.Event).list({ namespace: ns });
+      const counts = new Map<string, number>();
+      for (const x of events.items.filter((y) => y.regarding?.name === NAME))
+        counts.set(x.reason ?? '', (counts.get(x.reason ?? '') ?? 0) + (x.series?.count ?? 1));
+      return counts;
+    };
+
+    test('the primary Pod deleted under write load: a replica takes over, never two writable, the old primary rejoins', async (t) => {
+      const { lost } = await underLoad(
+        t,
+        'Pod deleted',
+        (primary) =>
+          pods()
+            .delete(primary, { namespace: ns })
+            .then(() => {}),
+        true,
+      );
+      // A Pod deleted shuts its server down cleanly: the reported figure, not a promise of asynchronous mode.
+      t.diagnostic(`Pod deleted: ${lost.length} acknowledged writes lost`);
+      const reasons = [...(await eventCounts()).keys()];
+      assert.ok(
+        reasons.includes('FailoverStarted') && reasons.includes('Promoted'),
+        `Events: ${reasons.join(', ')}`,
+      );
+      assert.notEqual((await get()).status?.currentPrimary, pod(0));
+    });
+
+    test("the primary's server process killed (kill -9) under write load: the container restarts in place, writes resume, never two writable", async (t) => {
+      await underLoad(
+        t,
+        'server killed',
+        async (primary) => {
+          const before = await restarts(primary);
+          await killServer(primary);
+          await explained(
+            eventually('the container restarted', async () => (await restarts(primary)) > before),
+          );
+        },
+        // The restarted server may be back before the failover delay ends, or a replica promoted: either is right.
+        false,
+      );
+    });
+
+    test('asynchronous replication, the primary crashed (process killed, Pod deleted) under write load: a replica takes over; the writes lost are counted', async (t) => {
+      const { lost } = await underLoad(t, 'async crash', crash, true);
+      t.diagnostic(`asynchronous replication: ${lost.length} acknowledged writes lost in a crash failover`);
+    });
+
+    test('switchover under write load: the named replica becomes the primary, no acknowledged write lost', async (t) => {
+      const before = await until('healthy', healthy);
+      const target = before.status!.instances!.find((i) => i.role === 'replica')!.name;
+      const { lost, primary } = await underLoad(
+        t,
+        'switchover',
+        async () => {
+          await dbs().patch(
+            NAME,
+            { metadata: { annotations: { [SWITCHOVER_ANNOTATION]: target } } },
+            { type: 'merge', namespace: ns },
+          );
+        },
+        true,
+      );
+      assert.equal(primary, target);
+      assert.deepEqual(
+        lost,
+        [],
+        'the old primary stops cleanly and the target has everything before it is promoted',
+      );
+      assert.equal(
+        (await get()).metadata.annotations?.[SWITCHOVER_ANNOTATION],
+        undefined,
+        'the request is removed once carried out',
+      );
+    });
+
+    test('the manager stopped in the middle of a failover: the next one finishes it, with no second promotion', async (t) => {
+      const before = await until('healthy', healthy);
+      const old = before.status!.currentPrimary!;
+      const countsBefore = await eventCounts();
+      const topology = () =>
+        client
+          .resource(Kinds.ConfigMap)
+          .get(`${NAME}-topology`, { namespace: ns })
+          .then((cm) => cm.data?.['primary']);
+      await pods().delete(old, { namespace: ns });
+      // The moment the failover is recorded, the manager stops: before it fenced and promoted.
+      const named = await eventually(
+        'the failover recorded',
+        async () => {
+          const p = await topology();
+          return p !== old ? p : undefined;
+        },
+        60_000,
+        50,
+      );
+      mgr.stop();
+      await running;
+      const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
+      try {
+        const stopped = Date.now();
+        const midway = await sampler.waitForRound('a round after the stop', () => true, 10_000);
+        assert.deepEqual(
+          midway.writable,
+          [],
+          `stopped before the promotion: ${JSON.stringify(midway.instances)}`,
+        );
+        startManager();
+        const after = await until(
+          'the failover finished by the new manager',
+          (db) => healthy(db) && db.status?.currentPrimary === named,
+          300_000,
+        );
+        const summary = await sampler.stop();
+        assert.equal(
+          summary.maxWritableAtOnce,
+          1,
+          `never two writable: ${JSON.stringify(summary.splitBrainRounds)}`,
+        );
+        let countsAfter = await eventCounts();
+        const since = (reason: string) => (countsAfter.get(reason) ?? 0) - (countsBefore.get(reason) ?? 0);
+        // Events are written in the background: wait until both are in, then check there is one of each.
+        await eventually('the Events of the failover', async () => {
+          countsAfter = await eventCounts();
+          return since('FailoverStarted') >= 1 && since('Promoted') >= 1;
+        });
+        const seen = JSON.stringify(Object.fromEntries(countsAfter));
+        assert.equal(since('FailoverStarted'), 1, `one failover: ${seen}`);
+        assert.equal(since('Promoted'), 1, `one promotion: ${seen}`);
+        assert.equal(await topology(), named, 'the next manager kept the choice made');
+        t.diagnostic(
+          `failover finished by the next manager: ${old} -> ${after.status!.currentPrimary}, ${((Date.now() - stopped) / 1000).toFixed(1)} s after the first stopped`,
+        );
+      } finally {
+        await sampler.stop().catch(() => {});
+      }
+    });
+
+    test("the primary's volume deleted under write load: a replica takes over, the instance comes back as a clone", async (t) => {
+      const { old } = await underLoad(
+        t,
+        'volume deleted',
+        async (primary) => {
+          // The claim goes once its Pod does (kubernetes.io/pvc-protection); the StatefulSet makes a new, empty one.
+          await client.resource(Kinds.PersistentVolumeClaim).delete(`data-${primary}`, { namespace: ns });
+          await pods().delete(primary, { namespace: ns });
+        },
+        true,
+      );
+      assert.match(
+        await containerLog(old, 200),
+        /cloning the primary/,
+        `${old} (an empty volume) was cloned`,
+      );
+    });
+
+    test('scale 3 -> 1 -> 3: the primary moves to ordinal 0, a replica with an empty volume is cloned and joins, -ro follows', async (t) => {
+      await until('healthy', healthy);
+      await dbs().patch(NAME, { spec: { replicas: 1 } }, { type: 'merge', namespace: ns });
+      const single = await until(
+        'one instance, the primary',
+        (db) => cond(db, 'Ready')?.status === 'True' && db.status?.replicas === 1,
+        300_000,
+      );
+      assert.equal(single.status?.currentPrimary, pod(0), 'the primary moved off the ordinals scaled away');
+      await explained(
+        eventually(
+          'the client Service selects the one instance',
+          async () => (await endpointsOf(NAME)).join() === pod(0),
+        ),
+      );
+      const kept = e.keptForReplicas;
+      if (kept)
+        await explained(
+          eventually(
+            'what the primary kept for the removed instances dropped',
+            async () => (await kept.read(ctx(), pod(0))).length === 0,
+          ),
+        );
+      // Ordinal 1 comes back with its data (it rejoins); ordinal 2 with a new, empty volume (it is cloned).
+      await explained(
+        eventually(
+          `${pod(2)}'s Pod gone`,
+          gone(() => pods().get(pod(2), { namespace: ns })),
+        ),
+      );
+      const claims = client.resource(Kinds.PersistentVolumeClaim);
+      await claims.delete(`data-${pod(2)}`, { namespace: ns });
+      await explained(
+        eventually(
+          `the claim data-${pod(2)} gone`,
+          gone(() => claims.get(`data-${pod(2)}`, { namespace: ns })),
+        ),
+      );
+      assert.ok(writer);
+      const acked = await writer.acked();
+      const scaled = Date.now();
+      await dbs().patch(NAME, { spec: { replicas: 3 } }, { type: 'merge', namespace: ns });
+      await until('three again, replicating', healthy, 300_000);
+      if (kept) assert.deepEqual(await kept.read(ctx(), pod(0)), kept.expected([pod(1), pod(2)]));
+      await explained(
+        eventually(
+          '-ro follows the replicas',
+          async () => (await endpointsOf(`${NAME}-ro`)).join() === `${pod(1)},${pod(2)}`,
+        ),
+      );
+      await explained(
+        eventually('the returning replicas caught up', async () => {
+          const rows = await rowsEverywhere();
+          return rows.length === 3 && rows.every((r) => r.ids && lostWrites(acked, r.ids).length === 0);
+        }),
+      );
+      t.diagnostic(
+        `scaled 1 -> 3, every replica holding every row: ${((Date.now() - scaled) / 1000).toFixed(1)} s`,
+      );
+      assert.match(
+        await containerLog(pod(2), 200),
+        /cloning the primary/,
+        `${pod(2)} (an empty volume) was cloned`,
+      );
+    });
+
+    test('synchronous replication: the primary crashed under write load, no acknowledged write lost', async (t) => {
+      await dbs().patch(
+        NAME,
+        { spec: { replication: { synchronous: true, failoverDelaySeconds: 5 } } },
+        { type: 'merge', namespace: ns },
+      );
+      const patched = Date.now();
+      // A configuration change rolls every Pod; then it is as healthy as before.
+      const rolled = await until(
+        'rolled out with synchronous replication',
+        (db) => healthy(db) && db.status?.phase === 'Ready',
+        300_000,
+      );
+      t.diagnostic(
+        `rolled out with synchronous replication in ${((Date.now() - patched) / 1000).toFixed(1)} s`,
+      );
+      // The primary really waits for a replica: without this the test would prove nothing.
+      const waits = e.waitsForReplicas;
+      const waiting = (p: string) =>
+        waits
+          ? explained(eventually(`${p} waits for a replica's acknowledgement`, () => waits(ctx(), p)))
+          : Promise.resolve(true);
+      await waiting(rolled.status!.currentPrimary!);
+      const { lost, primary } = await underLoad(t, 'sync crash', crash, true);
+      assert.deepEqual(lost, [], 'with synchronous replication every acknowledged write is on a replica');
+      await waiting(primary);
+    });
+
+    test('minor upgrade under write load: the replicas first, then one switchover, then the old primary; no acknowledged write lost', async (t) => {
+      const before = await until('healthy', healthy);
+      assert.equal(before.status?.currentVersion, version);
+      const { lost, outageMs, moves, old } = await underLoad(
+        t,
+        'minor upgrade',
+        async () => {
+          await dbs().patch(NAME, { spec: { version: nextVersion } }, { type: 'merge', namespace: ns });
+          await until(
+            'every Pod runs the new version',
+            (db) => db.status?.currentVersion === nextVersion,
+            300_000,
+          );
+        },
+        true,
+      );
+      assert.deepEqual(lost, [], 'the primary hands over with a clean shutdown');
+      assert.equal(moves, 1, 'the primary role moves once');
+      // The manager replaced the replicas itself; the old primary's Pod went through the switchover's fencing.
+      const events = await client.resource(Kinds.Event).list({ namespace: ns });
+      const replaced = events.items
+        .filter((x) => x.regarding?.name === NAME && x.reason === 'RollingUpdate')
+        .map((x) => /replacing replica (\S+)/.exec(x.note ?? '')?.[1])
+        .sort();
+      assert.deepEqual(
+        replaced,
+        [pod(0), pod(1), pod(2)].filter((p) => p !== old),
+        'each replica replaced once, the old primary not among them',
+      );
+      t.diagnostic(
+        `minor upgrade ${version} -> ${nextVersion}: longest write outage ${(outageMs / 1000).toFixed(1)} s`,
+      );
+    });
+  });
+}

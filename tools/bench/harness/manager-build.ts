@@ -1,0 +1,44 @@
+// The manager as its image runs it (apps/manager/Dockerfile): the workspace
+// packages compiled to dist/ by their `build` targets, and Node told by the
+// `regulon-dist` condition to resolve their package.json exports there rather
+// than to src/*.ts. From the sources, Node's type stripping (a WASM build of
+// swc) would sit in the process and its RSS with it, which production does not
+// pay; see tools/bench/results/memory-floor.md.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
+
+/** Node's flags before the script: the exports condition that selects dist/. */
+export const MANAGER_NODE_FLAGS = ['--conditions=regulon-dist'] as const;
+
+/** The compiled entry point under `root`, the repository. */
+export function managerMain(root: string): string {
+  return join(root, 'apps', 'manager', 'dist', 'main.js');
+}
+
+/**
+ * Builds the manager and every workspace package it depends on into their
+ * dist/ (nx's `build` targets, so packages unchanged since their last build
+ * come from nx's cache and the call takes seconds).
+ */
+export async function buildManager(root: string, log: (line: string) => void): Promise<void> {
+  const started = performance.now();
+  log('building the manager and its workspace packages (nx run @regulon/manager:build)');
+  await execFileAsync(
+    process.execPath,
+    [
+      join(root, 'node_modules', 'nx', 'dist', 'bin', 'nx.js'),
+      'run',
+      '@regulon/manager:build',
+      '--outputStyle=stream',
+    ],
+    { cwd: root, maxBuffer: 64 * 2 ** 20 },
+  ).catch((err: Error & { stdout?: string; stderr?: string }) => {
+    throw new Error(`building the manager failed:\n${err.stdout ?? ''}${err.stderr ?? err.message}`, {
+      cause: err,
+    });
+  });
+  log(`  built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+}
