@@ -51,6 +51,7 @@ export interface BackupSuite {
   objectStore: (
     secretName?: string,
     path?: string,
+    bucket?: string,
   ) => NonNullable<NonNullable<DatabaseObject['spec']['backup']>['objectStore']>;
   createDatabase: (name: string, extra?: Partial<DatabaseObject['spec']>) => Promise<DatabaseObject>;
   /** The Database once Ready; when it never gets there, the error says its conditions and its first Pod's log. */
@@ -66,6 +67,19 @@ export interface BackupSuite {
   ) => Promise<Array<Record<string, unknown>>>;
   /** Neither the store's keys nor the wrong ones: in no status, no Event, no instance's log. */
   assertNoKeysAnywhere: () => Promise<void>;
+  /**
+   * Takes a backup of `database` that the store must refuse, and checks that the
+   * failure shows everywhere a user looks: the DatabaseBackup Failed with the
+   * store's answer (`message`), a Warning Event on it, BackupSucceeded=False on
+   * the Database, which stays Ready (serving is not backing up). Returns the message.
+   */
+  assertBackupFailsVisibly: (backup: string, database: string, message: RegExp) => Promise<string>;
+  /**
+   * A Database `name` whose object store names a bucket that does not exist:
+   * its backup fails visibly saying so, no bucket is created behind the user,
+   * no key shows anywhere. Returns the backup's message.
+   */
+  assertMissingBucketReported: (name: string) => Promise<string>;
 }
 
 /** Registers the suite's before and after hooks in the calling describe; its fields are set once before has run. */
@@ -155,9 +169,9 @@ export function backupSuite(options: BackupSuiteOptions): BackupSuite {
       if (storePaused) process.kill(-store.pid, 'SIGCONT');
       storePaused = false;
     },
-    objectStore: (secretName = 'store-keys', path?: string) => ({
+    objectStore: (secretName = 'store-keys', path?: string, bucket = BUCKET) => ({
       endpoint: store.podEndpoint!,
-      bucket: BUCKET,
+      bucket,
       ...(path ? { path } : {}),
       credentials: { secretName },
       caSecret: { name: 'store-ca' },
@@ -241,6 +255,40 @@ export function backupSuite(options: BackupSuiteOptions): BackupSuite {
       });
       for (const secret of [WRONG_KEYS.id, WRONG_KEYS.secret, store.accessKeyId, store.secretAccessKey])
         assert.ok(!everything.includes(secret), 'a key appears in a status, an Event or a log');
+    },
+    assertBackupFailsVisibly: async (backup, database, message) => {
+      await suite.backupOf(backup, database);
+      const b = await suite.finished(backup);
+      const succeeded = cond(b.status?.conditions, 'Succeeded');
+      assert.equal(b.status?.phase, 'Failed', JSON.stringify(b.status?.conditions));
+      assert.equal(succeeded?.reason, 'BackupFailed');
+      assert.match(succeeded?.message ?? '', message);
+      const db = await eventually(`BackupSucceeded=False on ${database}`, async () => {
+        const d = await dbs().get(database, { namespace: ns });
+        return cond(d.status?.conditions, 'BackupSucceeded')?.status === 'False' ? d : undefined;
+      });
+      assert.equal(cond(db.status?.conditions, 'Ready')?.status, 'True', 'serving is not backing up');
+      await eventually(`a Warning Event on ${backup}`, async () =>
+        (await suite.eventsAbout(backup, 'Warning', 'BackupFailed')).length > 0 ? true : undefined,
+      );
+      return succeeded.message;
+    },
+    assertMissingBucketReported: async (name) => {
+      const bucket = 'no-such-bucket';
+      await suite.createDatabase(name, {
+        backup: {
+          enabled: true,
+          schedule: '0 3 * * *',
+          historyLimit: 1,
+          objectStore: suite.objectStore('store-keys', undefined, bucket),
+        },
+      });
+      await suite.ready(name);
+      const said = await suite.assertBackupFailsVisibly(`${name}-1`, name, /bucket does not exist/);
+      const head = await store.request({ method: 'HEAD', bucket });
+      assert.equal(head.status, 404, 'the operator never creates a bucket behind the user');
+      await suite.assertNoKeysAnywhere();
+      return said;
     },
   };
   return suite;
