@@ -21,6 +21,11 @@
 //     from its regulon.config.js (its kind's CRD, RBAC from its declared
 //     rules, the kustomize base), `--check` says when it is stale, on Node 24
 //     and 22, and the base applies server-side to a control plane;
+//   - the installed testenv runs a real Pod: `regulon-testenv install
+//     --real-node` finds the node's parts and images this machine built, and
+//     the package's start({ realNodes: 1 }) puts a Pod of its client image on
+//     the real node, where cluster DNS answers (the run's control plane and
+//     its real node, the machine's only one, when the run has them);
 //   - the installed scaffolder (@regulon/create, as `npm create @regulon`
 //     runs it) makes a project, `regulon create api` adds a kind, and the
 //     project's own `npm test` passes: tsc, deploy/ current, the generated
@@ -155,6 +160,41 @@ export default defineConfig({
 
 // The same operator in TypeScript, with the other packages' entry points
 // imported too, so that every package's .d.ts is checked.
+// What a user's test does with the real node: a namespace whose Pods go there,
+// the client image, a Pod that prints what only a real container on a real
+// network can (its kernel, cluster DNS), read back through kubectl logs.
+const REAL_POD_JS = `import { ensureImages, eventually, start } from '@regulon/testenv';
+const env = await start({ realNodes: 1 });
+try {
+  const ns = await env.newNamespace('installed', { realNode: true });
+  const images = Object.fromEntries((await ensureImages()).map((i) => [i.name, i.ref]));
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'hello', namespace: ns },
+    spec: {
+      restartPolicy: 'Never',
+      containers: [{
+        name: 'c',
+        image: images.client,
+        command: ['sh', '-c', 'echo "kernel $(uname -r)"; getent hosts kubernetes.default.svc.cluster.local'],
+      }],
+    },
+  };
+  const applied = await env.kubectl(['apply', '-f', '-'], JSON.stringify(pod));
+  if (applied.code !== 0) throw new Error(applied.stderr);
+  const done = await eventually('the Pod finished', async () => {
+    const p = JSON.parse((await env.kubectl(['-n', ns, 'get', 'pod', 'hello', '-o', 'json'])).stdout);
+    return (p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') && p;
+  }, 180_000, 500);
+  const logs = await env.kubectl(['-n', ns, 'logs', 'hello']);
+  console.log(\`node \${done.spec.nodeName}, phase \${done.status.phase}\`);
+  console.log(logs.stdout);
+} finally {
+  await env.stop();
+}
+`;
+
 const TYPED_TS = `import { Kinds, KubeClient } from '@regulon/client';
 import { Manager, predicate } from '@regulon/runtime';
 import { Informer } from '@regulon/cache';
@@ -452,6 +492,22 @@ for (const [major, nodeBin] of [
     assert.match(stdout, /\bpass 1\b/);
   });
 }
+
+test('the installed testenv runs a real Pod on the real node: install --real-node finds its parts and images, cluster DNS answers in the Pod', async () => {
+  const installed = await sh('npx', ['--no-install', 'regulon-testenv', 'install', '--real-node'], {
+    cwd: project,
+  });
+  assert.doesNotMatch(installed.stderr, /building/, 'the installed scripts find what this machine built');
+  // The run's control plane, if any: its real node is the machine's only one.
+  const shared = process.env['REGULON_TESTENV_DIR'];
+  const { stdout } = await sh(process.execPath, ['--input-type=module', '-e', REAL_POD_JS], {
+    cwd: project,
+    env: cleanEnv(shared ? { REGULON_TESTENV_DIR: shared } : {}),
+  });
+  assert.match(stdout, /node real-node-0, phase Succeeded/);
+  assert.match(stdout, /^kernel \S+$/m);
+  assert.match(stdout, /^\S+\s+kubernetes\.default\.svc\.cluster\.local$/m);
+});
 
 test("the installed regulon-generate writes the example operator's deploy/, --check finds it stale or current on Node 24 and 22, and it applies", async () => {
   const namespace = `demo-operator-${randomBytes(3).toString('hex')}`;
