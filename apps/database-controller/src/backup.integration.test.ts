@@ -440,6 +440,20 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     );
     await withPrimary('pair', (c) => c.query('create table items(id int primary key)'));
     await insert('pair', 1, 100);
+    // A Ready standby may not stream yet (it is Ready once it answers queries). Promoted before it
+    // does, it would lack these rows: that is asynchronous replication's loss, not what this test is about.
+    await eventually(
+      "pair's standby streaming and past the rows",
+      () =>
+        withPrimary('pair', async (c) => {
+          const r = await c.query<{ n: number }>(
+            "select count(*)::int as n from pg_stat_replication where state = 'streaming' and replay_lsn >= pg_current_wal_lsn()",
+          );
+          return r.rows[0]!.n === 1 || undefined;
+        }),
+      120_000,
+      200,
+    );
     const old = (await dbs().get('pair', { namespace: ns })).status!.currentPrimary!;
 
     await backupOf('pair-during', 'pair');
