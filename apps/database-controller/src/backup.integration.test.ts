@@ -189,7 +189,19 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     await withPrimary('ledger', (c) => c.query('create table items(id int primary key)'));
     await insert('ledger', 1, 10);
     await backupOf('ledger-base', 'ledger');
-    assert.equal((await finished('ledger-base')).status?.phase, 'Succeeded');
+    const base = await finished('ledger-base');
+    assert.equal(base.status?.phase, 'Succeeded');
+    // pgBackRest keeps a backup's stop time in whole seconds and restores to a time only from a
+    // backup that stopped before it: the target must fall in a later second than the base backup's end.
+    await eventually("the server's clock in a second after the base backup's end", () =>
+      withPrimary('ledger', async (c) => {
+        const r = await c.query<{ later: boolean }>(
+          "select clock_timestamp() >= $1::timestamptz + interval '1 second' as later",
+          [base.status!.stoppedAt!],
+        );
+        return r.rows[0]!.later || undefined;
+      }),
+    );
 
     await insert('ledger', 11, 20);
     // The target: the server's own clock after t2's commit, so no clock of this host is involved.
