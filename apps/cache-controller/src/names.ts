@@ -59,8 +59,8 @@ export function stateful(cache: CacheObject): boolean {
   return persistent(cache) || replicated(cache);
 }
 
-/** The role label the replicated Services select on: `primary` (client Service) or `replica` (`-ro`). */
-export const ROLE_LABEL = 'regulon.dev/role';
+/** The Pod label the primary carries, and the Services select on (shared with the replication plan). */
+export { ROLE_LABEL } from '@regulon/conventions';
 
 export function podName(cache: CacheObject, ordinal: number): string {
   return `${cache.metadata.name!}-${ordinal}`;

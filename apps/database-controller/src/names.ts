@@ -67,5 +67,5 @@ export function ordinalOf(db: DatabaseObject, pod: string): number {
   return Number(pod.slice(db.metadata.name!.length + 1));
 }
 
-/** The Pod label the primary carries, and the Services select on. */
-export const ROLE_LABEL = 'regulon.dev/role';
+/** The Pod label the primary carries, and the Services select on (shared with the replication plan). */
+export { ROLE_LABEL } from '@regulon/conventions';

@@ -18,6 +18,7 @@ export {
   podReady,
   requeueAfter,
   REVISION_LABEL,
+  ROLE_LABEL,
   roleLabelChanges,
   rollingRevision,
   TroubleClock,

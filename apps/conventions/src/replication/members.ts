@@ -34,6 +34,9 @@ export interface InstancePod {
     | undefined;
 }
 
+/** The Pod label that carries each instance's role: the client Services select on it. */
+export const ROLE_LABEL = 'regulon.dev/role';
+
 /** `<prefix>-<ordinal>`: a StatefulSet's Pod, not another Pod (a backup Job's) that carries the same labels. */
 export function isInstancePod(owner: string, pod: string | undefined): boolean {
   const prefix = `${owner}-`;
@@ -92,6 +95,7 @@ export function memberOf(o: {
     troubleSince,
     server,
     outdated: o.outdated,
+    servedAsReplica: meta?.labels?.[ROLE_LABEL] === 'replica',
   };
 }
 
