@@ -7,6 +7,7 @@ export {
   MANAGED_BY,
 } from './workloads.ts';
 export { derivePhase } from './phase.ts';
+export { podTrouble, type PodTrouble } from './pod-trouble.ts';
 export type { Phase } from './phase.ts';
 export { rolledOut } from './rollout.ts';
 export type { Workload } from './rollout.ts';

@@ -239,6 +239,44 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     assert.deepEqual(await ids('ledger-pitr'), range(1, 20));
   });
 
+  test("a point in time before every backup cannot be restored: the Database says why (Degraded InstanceFailing with pgBackRest's words, a Warning Event), not only its Pod log", async (t) => {
+    // ledger's repository (the test above) holds backups that all stopped after this moment.
+    const base = await backups().get('ledger-base', { namespace: ns });
+    const tooEarly = new Date(Date.parse(base.status!.startedAt!) - 3_600_000).toISOString();
+    const created = Date.now();
+    await createDatabase('ledger-early', {
+      bootstrap: { recovery: { source: objectStore('store-keys', `${ns}/ledger`), targetTime: tooEarly } },
+    });
+    const failing = await eventually(
+      'ledger-early Degraded InstanceFailing',
+      async () => {
+        const d = await dbs().get('ledger-early', { namespace: ns });
+        return cond(d.status?.conditions, 'Degraded')?.reason === 'InstanceFailing' ? d : undefined;
+      },
+      240_000,
+    );
+    t.diagnostic(
+      `a restore that cannot succeed reported ${((Date.now() - created) / 1000).toFixed(1)} s after create`,
+    );
+    const degraded = cond(failing.status?.conditions, 'Degraded')!;
+    assert.equal(degraded.status, 'True');
+    assert.match(
+      degraded.message,
+      /^Instance ledger-early-0: container postgres exits with code 1: .*unable to find backup set with stop time less than/,
+    );
+    assert.equal(cond(failing.status?.conditions, 'Ready')?.status, 'False');
+    assert.equal(cond(failing.status?.conditions, 'Stalled')?.status, 'False', 'a new spec heals it');
+    assert.equal(failing.status?.phase, 'Degraded');
+    await eventually(
+      'a Warning Event InstanceFailing on ledger-early',
+      async () =>
+        (await eventsAbout('ledger-early', 'Warning', 'InstanceFailing')).some((e) =>
+          /unable to find backup set/.test(typeof e['note'] === 'string' ? e['note'] : ''),
+        ) || undefined,
+    );
+    await dbs().delete('ledger-early', { namespace: ns });
+  });
+
   test('wrong store credentials: the backup fails with the reason, a Warning Event, BackupSucceeded=False; the Database stays Ready; no key anywhere', async () => {
     const db = await dbs().get('orders', { namespace: ns });
     await dbs().patch(

@@ -88,6 +88,10 @@ export function reconcileDatabase(
     for (const c of children) if (!c.object) await ctx.delete(c.type, c.name);
     const { view, requeueAfter } = await reconcileReplication(db, ctx, topology, clock);
     views.set(ctx, view);
+    // What only the kubelet and the instance's log know: a restore that cannot find its backup,
+    // a server that refuses its configuration. Degraded, not stalled: a fixed spec heals it.
+    for (const t of view.troubles)
+      ctx.report({ reason: 'InstanceFailing', message: `Instance ${t.pod}: ${t.message}`, stalled: false });
     await growVolumes(db, createdClaimSize(sts), ctx);
     const archiveRetry = await ensureStanza(db, ctx, view, backup.stanzas);
     const nextSlot = await scheduleBackups(db, ctx, backup.backupsWatched);

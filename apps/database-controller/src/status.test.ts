@@ -94,6 +94,7 @@ test('a replicated mariadb reports GTID positions and lag in transactions, and a
       replicated: true,
       topology: { primary: 'd-0', initialized: true, since: undefined },
       members,
+      troubles: [],
       observations: new Map(
         Object.entries(servers).map(([pod, s]) => [
           pod,

@@ -63,6 +63,8 @@ export function mariadbContainer(db: DatabaseObject, credentialsSecret: string, 
     image,
     command: ['bash', `${CONFIG_MOUNT}/start.sh`],
     ports: [{ name: 'mariadb', containerPort: PORT }],
+    // A start that fails leaves its last log lines in the Pod's status, which the Database's reports.
+    terminationMessagePolicy: 'FallbackToLogsOnError',
     // rclone's settings for spec.backup.objectStore, the keys by secretKeyRef (backup/mariabackup.ts).
     env: [...instanceEnv(db, credentialsSecret), ...mariabackupEnv(db)],
     readinessProbe: {

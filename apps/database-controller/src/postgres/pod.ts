@@ -69,6 +69,8 @@ export function postgresContainer(db: DatabaseObject, credentialsSecret: string,
     image,
     command: ['bash', `${CONFIG_MOUNT}/start.sh`],
     ports: [{ name: 'postgres', containerPort: 5432 }],
+    // A start that fails leaves its last log lines in the Pod's status, which the Database's reports.
+    terminationMessagePolicy: 'FallbackToLogsOnError',
     // pgBackRest's settings after the instance's: pg1-user refers to $(SUPERUSER).
     env: [...instanceEnv(db, credentialsSecret), ...pgbackrestEnv(db, PGDATA)],
     readinessProbe: {

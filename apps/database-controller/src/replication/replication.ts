@@ -21,6 +21,8 @@ import {
   type Step,
   type Topology,
   TroubleClock,
+  podTrouble,
+  type PodTrouble,
 } from '@regulon/conventions';
 
 export { TroubleClock };
@@ -40,6 +42,8 @@ export interface ReplicationView {
   /** What the status calls the lag (`Server.lsn` units). */
   lagUnit: InstanceDriver['lagUnit'];
   plan: Plan;
+  /** Instances whose Pod keeps failing or cannot start, and why (see podTrouble). */
+  troubles: PodTrouble[];
 }
 
 /**
@@ -158,6 +162,7 @@ export async function reconcileReplication(
     observations,
     lagUnit: driver?.lagUnit ?? 'bytes',
     plan: decided,
+    troubles: pods.flatMap((p) => podTrouble(p) ?? []),
   };
   if (!replicated) return { view, requeueAfter: decided.step ? 1000 : undefined };
   return { view, requeueAfter: nextReconcile(decided) };
