@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { ControlPlane } from './control-plane.ts';
 import { installBinaries } from './binaries.ts';
-import { STATE_DIR_ENV } from './env.ts';
+import { removeIfEmpty, STATE_DIR_ENV } from './env.ts';
 import { adminRequest } from './http.ts';
 import { ensureImages } from './images.ts';
 import { defaultClusterDir } from './paths.ts';
@@ -124,7 +124,11 @@ async function exec(argv: string[]): Promise<number> {
   if (!(shared && (await running(shared)))) {
     dir = mkdtempSync(join(tmpdir(), 'regulon-testenv-'));
     const started = Date.now();
-    cp = await ControlPlane.start({ dir, log });
+    const runDir = dir;
+    cp = await ControlPlane.start({ dir, log }).catch((err: unknown) => {
+      removeIfEmpty(runDir);
+      throw err;
+    });
     log(`control plane ready in ${((Date.now() - started) / 1000).toFixed(1)} s (${cp.server})`);
   }
   const env = cp ? { ...process.env, [STATE_DIR_ENV]: dir, KUBECONFIG: cp.kubeconfigPath } : process.env;

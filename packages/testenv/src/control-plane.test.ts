@@ -13,7 +13,8 @@ import {
   type V1Deployment,
 } from '@kubernetes/client-node';
 import { eventually, start, type TestEnv } from './index.ts';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { STATE_DIR_ENV } from './env.ts';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ControlPlane, DEFAULT_START_TIMEOUT_MS } from './control-plane.ts';
@@ -337,5 +338,22 @@ describe('control plane start timeout', () => {
       await cp?.stop();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('a start that fails', () => {
+  test('before writing anything leaves no empty run directory behind; the error is the one thrown', async () => {
+    const before = new Set(readdirSync(tmpdir()).filter((d) => d.startsWith('regulon-testenv-')));
+    const binaries = () => Promise.reject(new Error('the build failed'));
+    // Not the shared control plane of `regulon-testenv exec`: a start of its own.
+    const shared = process.env[STATE_DIR_ENV];
+    delete process.env[STATE_DIR_ENV];
+    try {
+      await assert.rejects(start({ binaries }), /the build failed/);
+    } finally {
+      if (shared !== undefined) process.env[STATE_DIR_ENV] = shared;
+    }
+    const left = readdirSync(tmpdir()).filter((d) => d.startsWith('regulon-testenv-') && !before.has(d));
+    assert.deepEqual(left, []);
   });
 });

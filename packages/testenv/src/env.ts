@@ -218,7 +218,10 @@ export async function start(options: TestEnvOptions = {}): Promise<TestEnv> {
     return new TestEnv(cp, false);
   }
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'regulon-testenv-'));
-  const cp = await ControlPlane.start({ ...options, dir, ...(log ? { log } : {}) });
+  const cp = await ControlPlane.start({ ...options, dir, ...(log ? { log } : {}) }).catch((err: unknown) => {
+    if (!options.dir) removeIfEmpty(dir);
+    throw err;
+  });
   return new TestEnv(cp, true, options.dir ? undefined : dir);
 }
 
@@ -234,4 +237,17 @@ export function realNodeNamespaceAnnotations(): Record<string, string> {
       { key: REAL_NODE_LABEL, operator: 'Exists', effect: 'NoSchedule' },
     ]),
   };
+}
+
+/**
+ * A run directory a failed start left empty (it failed before writing
+ * anything, e.g. while the binaries were built) says nothing; one with the
+ * components' logs is kept for whoever reads the error.
+ */
+export function removeIfEmpty(dir: string): void {
+  try {
+    if (readdirSync(dir).length === 0) rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // already gone
+  }
 }
