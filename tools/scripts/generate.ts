@@ -13,11 +13,11 @@ import { CONTROLLERS, OPTIONS } from '@regulon/manager';
 import {
   Manager,
   WebhookServer,
+  caInjectionRules,
   configurationNames,
   createLogger,
   webhookConfigurations,
   type CertificateSource,
-  type WebhookDefinition,
 } from '@regulon/runtime';
 import { stringify } from 'yaml';
 import { syncGenerated, yamlDocument } from '@regulon/generate';
@@ -49,7 +49,7 @@ for (const s of stale) console.log(`${s.reason === 'no longer generated' ? 'remo
  * run against a manager that is never started (its client points nowhere and
  * sends nothing): the configurations cannot drift from the code.
  */
-function webhookDefinitions(): WebhookDefinition[] {
+function webhookServer(): WebhookServer {
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: 'none', server: 'https://127.0.0.1:1' }],
@@ -66,7 +66,7 @@ function webhookDefinitions(): WebhookDefinition[] {
   };
   const server = new WebhookServer(mgr, { certificates: unused });
   for (const controller of CONTROLLERS) controller.webhooks?.(server);
-  return server.definitions();
+  return server;
 }
 
 function webhookFiles(): Map<string, string> {
@@ -78,7 +78,8 @@ function webhookFiles(): Map<string, string> {
   const secret = String(OPTIONS.webhookSecretName.default);
   const names = configurationNames(String(OPTIONS.webhookConfigurationPrefix.default));
   const labels = { 'app.kubernetes.io/name': MANAGER, 'app.kubernetes.io/component': 'webhook' };
-  const configurations = webhookConfigurations(webhookDefinitions(), {
+  const server = webhookServer();
+  const configurations = webhookConfigurations(server.definitions(), {
     names,
     clientConfig: { service: { namespace: NAMESPACE, name: service, port: 443 } },
     labels,
@@ -109,21 +110,16 @@ function webhookFiles(): Map<string, string> {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
       metadata: { name: `${MANAGER}-webhook-ca-injection`, labels },
-      rules: [
-        // The CA bundle is written into the manager's own two configurations, and no other.
-        {
-          apiGroups: ['admissionregistration.k8s.io'],
-          resources: ['validatingwebhookconfigurations'],
-          resourceNames: [names.validating],
-          verbs: ['get', 'update'],
-        },
-        {
-          apiGroups: ['admissionregistration.k8s.io'],
-          resources: ['mutatingwebhookconfigurations'],
-          resourceNames: [names.mutating],
-          verbs: ['get', 'update'],
-        },
-      ],
+      // The CA bundle is written into the manager's own two configurations and the CRDs it
+      // converts, and no other: the same rules the manager's CA injection states it needs.
+      rules: caInjectionRules({
+        validatingConfiguration: names.validating,
+        // Only where the controllers register a mutating webhook: none yet, so no access to one.
+        ...(server.definitions().some((d) => d.type === 'mutating')
+          ? { mutatingConfiguration: names.mutating }
+          : {}),
+        conversionCRDs: server.conversions().map((c) => c.crdName),
+      }),
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -152,6 +148,7 @@ function webhookFiles(): Map<string, string> {
     apiVersion: 'kustomize.config.k8s.io/v1alpha1',
     kind: 'Component',
     resources: ['service.yaml', 'configurations.yaml', 'rbac.yaml'],
+    configurations: ['kustomizeconfig.yaml'],
     patches: [
       {
         target: { kind: 'Deployment', name: MANAGER },
@@ -189,5 +186,15 @@ ${yamlDocument(component)}`,
       `${header(" from the controllers' webhook registrations")}# No caBundle: the manager injects it (or cert-manager's CA injector, with --webhook-cert-dir).\n${yaml(configurations)}`,
     ],
     [dir('rbac.yaml'), `${header('')}${yaml(rbac)}`],
+    [
+      dir('kustomizeconfig.yaml'),
+      `${header('')}# An overlay's namePrefix renames the configurations: the CA injection's RBAC follows them.
+${yamlDocument({
+  nameReference: ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration'].map((kind) => ({
+    kind,
+    fieldSpecs: [{ kind: 'ClusterRole', path: 'rules/resourceNames' }],
+  })),
+})}`,
+    ],
   ]);
 }

@@ -145,8 +145,26 @@ export type {
   StatusCause,
 } from './webhook/admission.ts';
 export {
+  CONVERSION_PATH,
+  ConversionError,
+  conversionReviewOf,
+  parseConversionReview,
+  stashConversionData,
+  takeConversionData,
+} from './webhook/conversion.ts';
+export type {
+  ConversionBuilder,
+  ConversionDefinition,
+  ConversionRequest,
+  ConversionResponse,
+  ConversionResult,
+  ConversionReview,
+  SpokeConverter,
+} from './webhook/conversion.ts';
+export {
   FileCertificates,
   ManagedCertificates,
+  caInjectionRules,
   MutatingWebhookConfigurations,
   ValidatingWebhookConfigurations,
   DEFAULT_CA_VALIDITY_MS,
@@ -158,11 +176,13 @@ export type {
   CertificateSource,
   FileCertificatesOptions,
   ManagedCertificatesOptions,
+  ServedWebhooks,
 } from './webhook/certificates.ts';
 export type { KeyPair, ServingNames } from './webhook/generate.ts';
 export {
   applyWebhookConfigurations,
   configurationNames,
+  crdConversion,
   deleteWebhookConfigurations,
   webhookConfigurations,
   webhookDefinition,
@@ -172,6 +192,7 @@ export type {
   ClientConfig,
   ConfigurationNames,
   ConfigurationOptions,
+  CrdConversion,
   FailurePolicy,
   WebhookDefinition,
   WebhookPolicy,

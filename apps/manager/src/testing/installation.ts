@@ -127,6 +127,13 @@ export interface InstallOptions {
    * image-catalog component.
    */
   engines?: 'simulated' | 'real';
+  /**
+   * Also deploy/webhook: the admission webhooks behind their Service, the
+   * manager's own certificates. The overlay limits them to the workload
+   * namespace (the only one this manager watches), so that other tests'
+   * objects elsewhere never reach them.
+   */
+  webhooks?: boolean;
 }
 
 /** deploy/ applied through an overlay, in a namespace of its own, on the real node. */
@@ -179,7 +186,23 @@ export class Installation {
       writeFileSync(join(overlayDir, 'image-catalog.yaml'), stringify(this.catalog));
     }
     const [imageName, imageTag] = this.image.ref.split(':');
-    const env = [{ name: 'REGULON_NAMESPACE', value: this.workload }, ...(this.options.env ?? [])];
+    const webhooks = this.options.webhooks === true;
+    const env = [
+      { name: 'REGULON_NAMESPACE', value: this.workload },
+      // The names the overlay's namePrefix gave the Service and the configurations (the Secret's
+      // name is the manager's to choose, and the RBAC names it unprefixed).
+      ...(webhooks
+        ? [
+            { name: 'REGULON_WEBHOOK_SERVICE_NAME', value: `${this.prefix}regulon-webhook` },
+            { name: 'REGULON_WEBHOOK_CONFIGURATION_PREFIX', value: `${this.prefix}regulon` },
+          ]
+        : []),
+      ...(this.options.env ?? []),
+    ];
+    const components = [
+      ...(real ? [relative(overlayDir, join(root, 'deploy', 'components', 'image-catalog'))] : []),
+      ...(webhooks ? [relative(overlayDir, join(root, 'deploy', 'webhook'))] : []),
+    ];
     writeFileSync(
       join(overlayDir, 'kustomization.yaml'),
       stringify({
@@ -189,11 +212,9 @@ export class Installation {
         namePrefix: this.prefix,
         resources: [relative(overlayDir, join(root, 'deploy'))],
         images: [{ name: 'regulon-manager', newName: imageName, newTag: imageTag }],
+        ...(components.length ? { components } : {}),
         ...(real
-          ? {
-              components: [relative(overlayDir, join(root, 'deploy', 'components', 'image-catalog'))],
-              configMapGenerator: [{ name: 'regulon-image-catalog', files: ['image-catalog.yaml'] }],
-            }
+          ? { configMapGenerator: [{ name: 'regulon-image-catalog', files: ['image-catalog.yaml'] }] }
           : {}),
         patches: [
           {
@@ -202,6 +223,20 @@ export class Installation {
               { op: 'add', path: '/metadata/annotations', value: realNodeNamespaceAnnotations() },
             ]),
           },
+          ...(webhooks
+            ? [
+                {
+                  target: { kind: 'ValidatingWebhookConfiguration' },
+                  patch: stringify(
+                    validatingWebhooks().map((_, i) => ({
+                      op: 'add',
+                      path: `/webhooks/${i}/namespaceSelector`,
+                      value: { matchLabels: { 'kubernetes.io/metadata.name': this.workload } },
+                    })),
+                  ),
+                },
+              ]
+            : []),
           {
             target: { kind: 'Deployment', name: 'regulon-manager' },
             patch: stringify(
@@ -332,6 +367,20 @@ export class Installation {
     await this.kubectl.run('delete', 'namespace', this.namespace, '--wait=false');
     if (this.workload) await this.kubectl.run('delete', 'namespace', this.workload, '--wait=false');
     await this.kubectl.run('delete', 'clusterrole,clusterrolebinding', this.deployment, '--ignore-not-found');
+    if (this.options.webhooks) {
+      await this.kubectl.run(
+        'delete',
+        'validatingwebhookconfiguration',
+        `${this.prefix}regulon-validating`,
+        '--ignore-not-found',
+      );
+      await this.kubectl.run(
+        'delete',
+        'clusterrole,clusterrolebinding',
+        `${this.prefix}regulon-manager-webhook-ca-injection`,
+        '--ignore-not-found',
+      );
+    }
     this.api.close();
     rmSync(this.#dir, { recursive: true, force: true });
   }
@@ -405,3 +454,13 @@ export const isReady = (o: Converged) =>
   o.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 export const isCurrent = (o: Converged) =>
   o.status?.observedGeneration !== undefined && o.status.observedGeneration === o.metadata.generation;
+
+/** The webhooks of deploy/webhook's ValidatingWebhookConfiguration, as generated. */
+function validatingWebhooks(): unknown[] {
+  const doc = parse(readFileSync(join(root, 'deploy', 'webhook', 'configurations.yaml'), 'utf8')) as {
+    kind: string;
+    webhooks: unknown[];
+  };
+  assert.equal(doc.kind, 'ValidatingWebhookConfiguration');
+  return doc.webhooks;
+}

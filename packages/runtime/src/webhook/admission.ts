@@ -73,15 +73,19 @@ export class MalformedReviewError extends Error {
   override readonly name = 'MalformedReviewError';
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
+export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * Parses and checks an AdmissionReview body: everything a handler relies on is
- * there and of its type, so a malformed review is answered 400 here and never
- * reaches (or crashes) a handler.
+ * The `request` of a review body (AdmissionReview, ConversionReview) of
+ * `apiVersion` and `kind`, with its uid: what every review starts with. The
+ * rest each kind of review checks itself.
  */
-export function parseAdmissionReview(body: string): AdmissionRequest {
+export function reviewRequest(
+  body: string,
+  apiVersion: string,
+  kind: string,
+): Record<string, unknown> & { uid: string } {
   let review: unknown;
   try {
     review = JSON.parse(body);
@@ -89,14 +93,24 @@ export function parseAdmissionReview(body: string): AdmissionRequest {
     throw new MalformedReviewError(`request body is not JSON: ${(err as Error).message}`);
   }
   if (!isObject(review)) throw new MalformedReviewError('request body is not a JSON object');
-  if (review['apiVersion'] !== 'admission.k8s.io/v1' || review['kind'] !== 'AdmissionReview')
+  if (review['apiVersion'] !== apiVersion || review['kind'] !== kind)
     throw new MalformedReviewError(
-      `expected an admission.k8s.io/v1 AdmissionReview, got ${String(review['apiVersion'])} ${String(review['kind'])}`,
+      `expected an ${apiVersion} ${kind}, got ${String(review['apiVersion'])} ${String(review['kind'])}`,
     );
   const req = review['request'];
-  if (!isObject(req)) throw new MalformedReviewError('AdmissionReview has no request');
+  if (!isObject(req)) throw new MalformedReviewError(`${kind} has no request`);
   if (typeof req['uid'] !== 'string' || req['uid'] === '')
     throw new MalformedReviewError('request.uid is missing');
+  return req as Record<string, unknown> & { uid: string };
+}
+
+/**
+ * Parses and checks an AdmissionReview body: everything a handler relies on is
+ * there and of its type, so a malformed review is answered 400 here and never
+ * reaches (or crashes) a handler.
+ */
+export function parseAdmissionReview(body: string): AdmissionRequest {
+  const req = reviewRequest(body, 'admission.k8s.io/v1', 'AdmissionReview');
   if (!OPERATIONS.includes(req['operation'] as Operation))
     throw new MalformedReviewError(`request.operation ${JSON.stringify(req['operation'])} is not known`);
   const kind = req['kind'];

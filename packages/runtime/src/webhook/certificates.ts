@@ -3,7 +3,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import type { V1Secret } from '@kubernetes/client-node';
+import type { V1CustomResourceDefinition, V1PolicyRule, V1Secret } from '@kubernetes/client-node';
 import {
   Kinds,
   isAlreadyExists,
@@ -25,14 +25,27 @@ import {
   type ServingNames,
 } from './generate.ts';
 
+/** What the server serves that must trust its certificate, besides the webhook configurations. */
+export interface ServedWebhooks {
+  /** CustomResourceDefinitions whose conversion webhook the server is (WebhookServer.conversions()). */
+  conversionCRDs: readonly string[];
+  /**
+   * The admission types the server has webhooks of. A configuration of a type
+   * it serves none of is left alone (undefined: both are injected): the
+   * deployment need not have it, nor grant access to it.
+   */
+  admission?: ReadonlyArray<'validating' | 'mutating'> | undefined;
+}
+
 /**
  * Where the webhook server's certificate comes from. `start` resolves with the
  * first pair once there is one, then keeps it fresh until `signal` aborts,
  * handing each new pair to `onChange` (the server swaps it in for new
- * connections; open ones finish with the old).
+ * connections; open ones finish with the old). `served` says what the server
+ * serves, for a source that injects its CA bundle.
  */
 export interface CertificateSource {
-  start(signal: AbortSignal, onChange: (pair: KeyPair) => void): Promise<KeyPair>;
+  start(signal: AbortSignal, onChange: (pair: KeyPair) => void, served?: ServedWebhooks): Promise<KeyPair>;
 }
 
 /** A certificate and key that do not belong together, or don't parse: refused, the previous pair stays. */
@@ -58,7 +71,9 @@ export interface FileCertificatesOptions {
  * symlink, which a watch on the directory sees; the poll catches what a watch
  * misses (some filesystems notify nothing). A half-written pair (certificate
  * of the new, key of the old) fails the match check and is tried again on the
- * next change, the previous pair serving meanwhile.
+ * next change, the previous pair serving meanwhile. It injects no CA bundle:
+ * cert-manager's CA injector does, into the webhook configurations and CRDs
+ * annotated `cert-manager.io/inject-ca-from`.
  */
 export class FileCertificates implements CertificateSource {
   readonly #o: FileCertificatesOptions;
@@ -164,7 +179,10 @@ export interface ManagedCertificatesOptions {
   secretName: string;
   /** Names the serving certificate carries: the Service's DNS names, and 127.0.0.1 when the API server dials the host. */
   names: ServingNames;
-  /** Webhook configurations whose every webhook gets the CA bundle. */
+  /**
+   * Webhook configurations whose every webhook gets the CA bundle. (The CRDs
+   * whose conversions the server serves get it too: the server names them.)
+   */
   validatingConfiguration?: string | undefined;
   mutatingConfiguration?: string | undefined;
   caValidityMs?: number | undefined;
@@ -198,7 +216,9 @@ const encode = (v: string) => Buffer.from(v, 'utf8').toString('base64');
  * every replica serves the same; each replica checks it every
  * `checkIntervalMs`, replaces what nears expiry (the first to write wins, by
  * resourceVersion; the others adopt its pair), and writes the CA bundle into
- * the webhook configurations (again, should someone re-apply them without it).
+ * the webhook configurations and into `spec.conversion.webhook.clientConfig`
+ * of the CRDs the server converts (again, should someone re-apply them
+ * without it).
  *
  * Rotating the serving certificate keeps the CA, so the bundle the API server
  * trusts never changes and no admission fails on it. A new CA is staged (see
@@ -209,6 +229,8 @@ export class ManagedCertificates implements CertificateSource {
   readonly #o: ManagedCertificatesOptions;
   readonly #log: Logger;
   readonly #missingWarned = new Set<string>();
+  #crds: readonly string[] = [];
+  #admission: ServedWebhooks['admission'];
   #rotations = 0;
 
   constructor(options: ManagedCertificatesOptions) {
@@ -221,7 +243,13 @@ export class ManagedCertificates implements CertificateSource {
     return this.#rotations;
   }
 
-  async start(signal: AbortSignal, onChange: (pair: KeyPair) => void): Promise<KeyPair> {
+  async start(
+    signal: AbortSignal,
+    onChange: (pair: KeyPair) => void,
+    served?: ServedWebhooks,
+  ): Promise<KeyPair> {
+    this.#crds = served?.conversionCRDs ?? [];
+    this.#admission = served?.admission;
     let current = await this.#first(signal);
     const tick = async () => {
       try {
@@ -390,25 +418,44 @@ export class ManagedCertificates implements CertificateSource {
     else await this.#secrets().create(secret);
   }
 
-  /** Writes `bundle` into every webhook of the configurations that lacks it (optimistic concurrency; a lost race is retried next check). */
+  /**
+   * Writes `bundle` wherever it is missing: every webhook of the
+   * configurations, the conversion webhook of the CRDs (optimistic
+   * concurrency; a lost race is read again, then retried at the next check).
+   */
   async #inject(bundle: string): Promise<void> {
     const caBundle = encode(bundle);
-    const targets: Array<[ResourceType<WebhookConfiguration>, string | undefined]> = [
-      [ValidatingWebhookConfigurations, this.#o.validatingConfiguration],
-      [MutatingWebhookConfigurations, this.#o.mutatingConfiguration],
+    const targets: Array<() => Promise<void>> = [
+      ...(
+        [
+          [ValidatingWebhookConfigurations, this.#o.validatingConfiguration, 'validating'],
+          [MutatingWebhookConfigurations, this.#o.mutatingConfiguration, 'mutating'],
+        ] as const
+      ).flatMap(([type, name, admission]) =>
+        name && (this.#admission?.includes(admission) ?? true)
+          ? [() => this.#injectInto(type, name, caBundle)]
+          : [],
+      ),
+      ...this.#crds.map((name) => () => this.#injectIntoCRD(name, caBundle)),
     ];
-    for (const [type, name] of targets) {
-      if (!name) continue;
+    for (const inject of targets) {
       // Replicas inject the same bundle at once: a lost race is read again, not an error.
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.#injectInto(type, name, caBundle);
+          await inject();
           break;
         } catch (err) {
           if (!isConflict(err) || attempt >= 3) throw err;
         }
       }
     }
+  }
+
+  /** Warns once about a target left out of the deployment on purpose: it is not news every minute. */
+  #warnOnce(key: string, fields: object, message: string): void {
+    if (this.#missingWarned.has(key)) return;
+    this.#missingWarned.add(key);
+    this.#log.warn(fields, message);
   }
 
   async #injectInto(type: ResourceType<WebhookConfiguration>, name: string, caBundle: string): Promise<void> {
@@ -418,14 +465,11 @@ export class ManagedCertificates implements CertificateSource {
       config = await resource.get(name);
     } catch (err) {
       if (!isNotFound(err)) throw err;
-      // Said once: a configuration left out of the deployment on purpose is not news every minute.
-      if (!this.#missingWarned.has(`${type.kind}/${name}`)) {
-        this.#missingWarned.add(`${type.kind}/${name}`);
-        this.#log.warn(
-          { configuration: name, kind: type.kind },
-          'webhook configuration not found; no CA bundle injected',
-        );
-      }
+      this.#warnOnce(
+        `${type.kind}/${name}`,
+        { configuration: name, kind: type.kind },
+        'webhook configuration not found; no CA bundle injected',
+      );
       return;
     }
     const webhooks = config.webhooks ?? [];
@@ -434,6 +478,82 @@ export class ManagedCertificates implements CertificateSource {
     await resource.replace(config);
     this.#log.info({ configuration: name, kind: type.kind }, 'CA bundle injected');
   }
+
+  /**
+   * Writes the bundle into a CRD's conversion webhook, as cert-controller
+   * does: a merge patch of that one field, guarded by the resourceVersion
+   * read (a CRD is large and other tools apply it; a patch sends one field and
+   * needs `patch` on it, not `update`). A CRD without webhook conversion gets
+   * nothing: the field would be refused without a webhook to belong to.
+   */
+  async #injectIntoCRD(name: string, caBundle: string): Promise<void> {
+    const resource = this.#o.client.resource<V1CustomResourceDefinition>(Kinds.CustomResourceDefinition);
+    let crd: V1CustomResourceDefinition;
+    try {
+      crd = await resource.get(name);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      this.#warnOnce(
+        `CustomResourceDefinition/${name}`,
+        { crd: name },
+        'CustomResourceDefinition not found; no CA bundle injected',
+      );
+      return;
+    }
+    const conversion = crd.spec.conversion;
+    if (conversion?.strategy !== 'Webhook' || !conversion.webhook?.clientConfig) {
+      this.#warnOnce(
+        `CustomResourceDefinition/${name}/strategy`,
+        { crd: name, strategy: conversion?.strategy ?? 'None' },
+        'CustomResourceDefinition has no webhook conversion; no CA bundle injected',
+      );
+      return;
+    }
+    if (conversion.webhook.clientConfig.caBundle === caBundle) return;
+    await resource.patch(
+      name,
+      {
+        metadata: { resourceVersion: crd.metadata?.resourceVersion },
+        spec: { conversion: { webhook: { clientConfig: { caBundle } } } },
+      },
+      { type: 'merge', fieldManager: 'regulon-webhook-certificates' },
+    );
+    this.#log.info({ crd: name }, 'CA bundle injected into the conversion webhook');
+  }
+}
+
+/**
+ * The RBAC rules ManagedCertificates needs to inject its CA bundle, named
+ * object by object: `get` and `update` of the two webhook configurations,
+ * `get` and `patch` of the CRDs whose conversions the server serves
+ * (`server.conversions().map((c) => c.crdName)`). Cluster-scoped: a
+ * ClusterRole's. (The Secret's rules are the Role's of its namespace.)
+ */
+export function caInjectionRules(targets: {
+  validatingConfiguration?: string | undefined;
+  mutatingConfiguration?: string | undefined;
+  conversionCRDs?: readonly string[] | undefined;
+}): V1PolicyRule[] {
+  const rules: V1PolicyRule[] = [];
+  for (const [resource, name] of [
+    ['validatingwebhookconfigurations', targets.validatingConfiguration],
+    ['mutatingwebhookconfigurations', targets.mutatingConfiguration],
+  ] as const)
+    if (name)
+      rules.push({
+        apiGroups: [WEBHOOK_CONFIGURATION_GROUP],
+        resources: [resource],
+        resourceNames: [name],
+        verbs: ['get', 'update'],
+      });
+  if (targets.conversionCRDs?.length)
+    rules.push({
+      apiGroups: [Kinds.CustomResourceDefinition.group],
+      resources: [Kinds.CustomResourceDefinition.plural],
+      resourceNames: [...targets.conversionCRDs].sort(),
+      verbs: ['get', 'patch'],
+    });
+  return rules;
 }
 
 function safeCert(pem: string): X509Certificate | undefined {

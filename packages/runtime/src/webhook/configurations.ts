@@ -1,5 +1,6 @@
 import { isNotFound, type KubeClient, type KubeObject, type ResourceType } from '@regulon/client';
 import type { Operation } from './admission.ts';
+import { CONVERSION_PATH } from './conversion.ts';
 
 /**
  * What the API server does when it cannot reach the webhook (the manager is
@@ -108,19 +109,7 @@ export function webhookConfigurations(
           },
         }
       : {}),
-    clientConfig: {
-      ...('url' in opts.clientConfig
-        ? { url: `${opts.clientConfig.url.replace(/\/$/, '')}${d.path}` }
-        : {
-            service: {
-              namespace: opts.clientConfig.service.namespace,
-              name: opts.clientConfig.service.name,
-              path: d.path,
-              ...(opts.clientConfig.service.port ? { port: opts.clientConfig.service.port } : {}),
-            },
-          }),
-      ...(opts.caBundle ? { caBundle: opts.caBundle } : {}),
-    },
+    clientConfig: clientConfigAt(opts.clientConfig, d.path, opts.caBundle),
     rules: [
       {
         apiGroups: [d.group],
@@ -147,6 +136,50 @@ export function webhookConfigurations(
     } as KubeObject);
   }
   return configs;
+}
+
+/** admissionregistration's and apiextensions' WebhookClientConfig: `clientConfig` at `path`. */
+function clientConfigAt(config: ClientConfig, path: string, caBundle: string | undefined) {
+  return {
+    ...('url' in config
+      ? { url: `${config.url.replace(/\/$/, '')}${path}` }
+      : {
+          service: {
+            namespace: config.service.namespace,
+            name: config.service.name,
+            path,
+            ...(config.service.port ? { port: config.service.port } : {}),
+          },
+        }),
+    ...(caBundle ? { caBundle } : {}),
+  };
+}
+
+/** A CRD's `spec.conversion` for a webhook conversion, as the API server is told about it. */
+export interface CrdConversion {
+  strategy: 'Webhook';
+  webhook: {
+    conversionReviewVersions: ['v1'];
+    clientConfig: ReturnType<typeof clientConfigAt>;
+  };
+}
+
+/**
+ * The `spec.conversion` of a CRD whose versions the WebhookServer converts
+ * (see WebhookServer.conversion): webhook conversion at CONVERSION_PATH, with
+ * the only ConversionReview version it speaks. Without a `caBundle` the
+ * manager injects it (ManagedCertificates) or cert-manager's CA injector
+ * does; a manifest made with none leaves the injected field alone when
+ * re-applied with server-side apply.
+ */
+export function crdConversion(clientConfig: ClientConfig, caBundle?: string): CrdConversion {
+  return {
+    strategy: 'Webhook',
+    webhook: {
+      conversionReviewVersions: ['v1'],
+      clientConfig: clientConfigAt(clientConfig, CONVERSION_PATH, caBundle),
+    },
+  };
 }
 
 const CONFIGURATION_TYPES = {

@@ -10,6 +10,11 @@ import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { KubeClient, type KubeObject } from '@regulon/client';
 import { eventually } from '../testing/wait.ts';
 import { Registry } from 'prom-client';
@@ -17,6 +22,7 @@ import { createLogger } from '../manager/logging.ts';
 import { Manager } from '../manager/manager.ts';
 import { fieldErrors, type AdmissionResponse } from './admission.ts';
 import { FileCertificates } from './certificates.ts';
+import { ConversionError, type ConversionResponse } from './conversion.ts';
 import { generateCA, generateServingCert, type KeyPair } from './generate.ts';
 import { applyJsonPatch, type JsonPatchOperation } from './patch.ts';
 import { WebhookServer } from './server.ts';
@@ -29,6 +35,10 @@ const Widget = Object.freeze({
   namespaced: true,
 });
 type WidgetObject = KubeObject & { spec: { size?: number; color?: string } };
+/** Widget v2: `size` moved under `dimensions`; v1 is the hub here. */
+const WidgetV2 = Object.freeze({ ...Widget, version: 'v2' });
+type WidgetV2Object = KubeObject & { spec: { dimensions: { size?: number }; color?: string } };
+const spans = new InMemorySpanExporter();
 const names = { dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] };
 
 let ca: KeyPair;
@@ -62,6 +72,7 @@ before(async () => {
     client: KubeClient.fromKubeConfig(kc),
     logger: createLogger({ level: 'silent' }),
     registry,
+    tracer: new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }).getTracer('test'),
   });
   server = new WebhookServer(mgr, {
     bindAddress: '127.0.0.1:0',
@@ -87,6 +98,16 @@ before(async () => {
       },
       { failurePolicy: 'Ignore' },
     );
+  server.conversion<WidgetObject>(Widget).spoke<WidgetV2Object>(WidgetV2, {
+    toHub: ({ spec: { dimensions, ...rest }, ...v2 }) => ({
+      ...v2,
+      spec: { ...rest, size: dimensions.size },
+    }),
+    fromHub: ({ spec: { size, ...rest }, ...v1 }) => {
+      if (rest.color === 'infrared') throw new ConversionError('v2 has no infrared widgets');
+      return { ...v1, spec: { ...rest, dimensions: { size } } };
+    },
+  });
   running = server.start(stop.signal);
   await eventually('the server listens', () => server.port !== undefined, 10_000);
 });
@@ -257,4 +278,91 @@ test('a mounted certificate that changes is served from the next connection, wit
     10_000,
   );
   assert.notEqual(before, serial);
+});
+
+const conversionReview = (desiredAPIVersion: string, objects: unknown[]) =>
+  JSON.stringify({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'ConversionReview',
+    request: { uid: 'conv-1', desiredAPIVersion, objects },
+  });
+const conversionOf = (answer: Answer) =>
+  JSON.parse(answer.body) as { apiVersion: string; kind: string; response: ConversionResponse };
+
+test('/convert answers a ConversionReview: the converted objects, or a Failure with its message; a malformed review gets 400, counted and traced under its path', async () => {
+  spans.reset();
+  const converted = await post(
+    '/convert',
+    conversionReview('example.com/v2', [widget({ size: 4, color: 'red' })]),
+  );
+  assert.equal(converted.status, 200);
+  const review = conversionOf(converted);
+  assert.equal(review.kind, 'ConversionReview');
+  assert.deepEqual(review.response, {
+    uid: 'conv-1',
+    convertedObjects: [
+      {
+        apiVersion: 'example.com/v2',
+        kind: 'Widget',
+        metadata: { name: 'w', namespace: 'ns' },
+        spec: { color: 'red', dimensions: { size: 4 } },
+      },
+    ],
+    result: { status: 'Success' },
+  });
+  const refused = await post('/convert', conversionReview('example.com/v2', [widget({ color: 'infrared' })]));
+  assert.equal(refused.status, 200);
+  assert.deepEqual(conversionOf(refused).response, {
+    uid: 'conv-1',
+    convertedObjects: [],
+    result: {
+      status: 'Failure',
+      message: 'converting Widget "ns/w" from v1 to v2: v2 has no infrared widgets',
+    },
+  });
+  const malformed = await post(
+    '/convert',
+    '{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}',
+  );
+  assert.equal(malformed.status, 400);
+  assert.deepEqual(conversionOf(malformed).response?.result, {
+    status: 'Failure',
+    message: 'ConversionReview has no request',
+    code: 400,
+    reason: 'BadRequest',
+  });
+  assert.equal((await post('/convert', '', { method: 'GET' })).status, 405);
+  assert.deepEqual(
+    server.conversions().map((c) => [c.crdName, c.hub, c.versions]),
+    [['widgets.example.com', 'v1', ['v1', 'v2']]],
+  );
+
+  const text = await registry.metrics();
+  assert.match(text, /controller_runtime_webhook_requests_total\{webhook="\/convert",code="200"\} 2/);
+  assert.match(text, /controller_runtime_webhook_requests_total\{webhook="\/convert",code="400"\} 1/);
+  assert.match(text, /controller_runtime_webhook_latency_seconds_count\{webhook="\/convert"\} 4/);
+  assert.match(text, /controller_runtime_webhook_requests_in_flight\{webhook="\/convert"\} 0/);
+
+  const finished = spans.getFinishedSpans();
+  assert.deepEqual(
+    finished.map((s) => [s.name, s.attributes['url.path'], s.status.code]),
+    [
+      ['conversion', '/convert', 1],
+      ['conversion', '/convert', 2],
+      ['conversion', '/convert', 2],
+      ['conversion', '/convert', 2],
+    ],
+  );
+  assert.deepEqual(
+    [
+      finished[0]!.attributes['regulon.conversion.uid'],
+      finished[0]!.attributes['regulon.conversion.desired_api_version'],
+      finished[0]!.attributes['regulon.conversion.objects'],
+    ],
+    ['conv-1', 'example.com/v2', 1],
+  );
+  assert.equal(
+    finished[1]!.status.message,
+    'converting Widget "ns/w" from v1 to v2: v2 has no infrared widgets',
+  );
 });

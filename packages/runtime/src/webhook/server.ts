@@ -24,6 +24,16 @@ import {
 } from './admission.ts';
 import type { CertificateSource } from './certificates.ts';
 import { webhookDefinition, type WebhookDefinition, type WebhookPolicy } from './configurations.ts';
+import {
+  CONVERSION_PATH,
+  ConversionBuilder,
+  ConversionRegistry,
+  conversionFailed,
+  conversionReviewOf,
+  parseConversionReview,
+  type ConversionDefinition,
+  type ConversionRequest,
+} from './conversion.ts';
 import type { KeyPair } from './generate.ts';
 import { webhookMetrics, type WebhookMetrics } from './metrics.ts';
 import { jsonPatch } from './patch.ts';
@@ -33,7 +43,12 @@ export const DEFAULT_WEBHOOK_BIND_ADDRESS = ':9443';
  * An AdmissionReview carries the object and the old one, each up to the API
  * server's 3 MiB request limit; more than this is no review from an API server.
  */
-const MAX_BODY_BYTES = 8 * 1024 * 1024;
+const MAX_ADMISSION_BODY_BYTES = 8 * 1024 * 1024;
+/**
+ * A ConversionReview carries every object of a list the API server converts
+ * at once: 10,000 objects of 10 KiB are 100 MiB.
+ */
+const MAX_CONVERSION_BODY_BYTES = 128 * 1024 * 1024;
 
 /** What a handler knows besides the object: the request, a cache of declared kinds, the client, its log and span. */
 export interface AdmissionContext {
@@ -83,10 +98,21 @@ export interface Validator<T> {
 
 type Handler = (request: AdmissionRequest, ctx: AdmissionContext) => Promise<AdmissionResponse>;
 
-interface Route {
+interface AdmissionRoute {
   definition: WebhookDefinition;
   handler: Handler;
   informers: Map<string, Informer<KubeObject>>;
+}
+
+/** One path served: what it answers, and how. */
+interface Route {
+  /** The review it answers: the span's name is `admission` or `conversion`. */
+  review: 'AdmissionReview' | 'ConversionReview';
+  /** The span's `regulon.webhook`: the admission webhook's name, or `conversion`. */
+  name: string;
+  maxBodyBytes: number;
+  /** The HTTP code and review for a request body; sets the span's status. */
+  answer(body: string, span: Span): Promise<{ code: number; review: unknown }>;
 }
 
 /** The webhook server could not listen: one line naming the address, as the manager's ListenError. */
@@ -111,13 +137,15 @@ export interface WebhookServerOptions {
 }
 
 /**
- * Serves admission webhooks over HTTPS on its own port, as controller-runtime's
- * webhook.Server: started by the Manager on every replica (not only the
- * leader, so admission never waits for an election), once the caches the
- * handlers read have synced; stopped with it. Registering it with the Manager
- * is part of constructing it. Each request is counted, timed and traced; a
- * malformed review is answered 400 and reaches no handler; a handler that
- * throws refuses its request (500, logged) and never takes the process down.
+ * Serves admission and conversion webhooks over HTTPS on its own port, as
+ * controller-runtime's webhook.Server: started by the Manager on every replica
+ * (not only the leader, so admission and conversion never wait for an
+ * election), once the caches the handlers read have synced; stopped with it.
+ * Registering it with the Manager is part of constructing it. Each request is
+ * counted, timed and traced; a malformed review is answered 400 and reaches
+ * no handler; a handler that throws refuses its request (500, logged), a
+ * converter that throws fails its conversion, and neither takes the process
+ * down.
  */
 export class WebhookServer implements Runnable {
   readonly name = 'webhook-server';
@@ -125,6 +153,8 @@ export class WebhookServer implements Runnable {
   readonly #mgr: Manager;
   readonly #o: WebhookServerOptions;
   readonly #routes = new Map<string, Route>();
+  readonly #admission = new Map<string, AdmissionRoute>();
+  readonly #conversions = new ConversionRegistry();
   readonly #metrics: WebhookMetrics;
   readonly #log: Logger;
   readonly #inFlight = new Set<Promise<void>>();
@@ -161,9 +191,31 @@ export class WebhookServer implements Runnable {
     return new WebhookBuilder<T>(this, this.#mgr, kind);
   }
 
-  /** The webhooks registered so far, for the configurations (see webhookConfigurations). */
+  /**
+   * Starts declaring the conversions of a kind with several versions, `hub`
+   * the version every other converts to and from (usually the stored one):
+   * `.conversion(DiskV2).spoke(DiskV1, { toHub, fromHub })`. All kinds are
+   * served at {@link CONVERSION_PATH}.
+   */
+  conversion<H extends KubeObject>(hub: ResourceType<H>): ConversionBuilder<H> {
+    if (!this.#routes.has(CONVERSION_PATH))
+      this.#routes.set(CONVERSION_PATH, {
+        review: 'ConversionReview',
+        name: 'conversion',
+        maxBodyBytes: MAX_CONVERSION_BODY_BYTES,
+        answer: (body, span) => Promise.resolve(this.#convert(body, span)),
+      });
+    return new ConversionBuilder<H>(this.#conversions, hub);
+  }
+
+  /** The admission webhooks registered so far, for the configurations (see webhookConfigurations). */
   definitions(): WebhookDefinition[] {
-    return [...this.#routes.values()].map((r) => r.definition);
+    return [...this.#admission.values()].map((r) => r.definition);
+  }
+
+  /** The kinds converted, for their CRDs' `spec.conversion` (see crdConversion) and CA bundle. */
+  conversions(): ConversionDefinition[] {
+    return this.#conversions.definitions();
   }
 
   /** @internal Registers one path; called by WebhookBuilder. */
@@ -174,15 +226,27 @@ export class WebhookServer implements Runnable {
   ): void {
     if (this.#routes.has(definition.path))
       throw new Error(`a webhook is already registered at ${definition.path}`);
-    this.#routes.set(definition.path, { definition, handler, informers });
+    const route: AdmissionRoute = { definition, handler, informers };
+    this.#admission.set(definition.path, route);
+    this.#routes.set(definition.path, {
+      review: 'AdmissionReview',
+      name: definition.name,
+      maxBodyBytes: MAX_ADMISSION_BODY_BYTES,
+      answer: (body, span) => this.#admit(route, body, span),
+    });
   }
 
   async start(signal: AbortSignal): Promise<void> {
     const address = this.#o.bindAddress ?? DEFAULT_WEBHOOK_BIND_ADDRESS;
     const certsStop = new AbortController();
     try {
-      const pair = await this.#o.certificates.start(certsStop.signal, (next: KeyPair) =>
-        this.#server?.setSecureContext({ ...next, minVersion: 'TLSv1.2' }),
+      const pair = await this.#o.certificates.start(
+        certsStop.signal,
+        (next: KeyPair) => this.#server?.setSecureContext({ ...next, minVersion: 'TLSv1.2' }),
+        {
+          conversionCRDs: this.conversions().map((c) => c.crdName),
+          admission: [...new Set(this.definitions().map((d) => d.type))],
+        },
       );
       const server = createServer({ ...pair, minVersion: 'TLSv1.2' }, (req, res) => this.#serve(req, res));
       server.on('connection', (socket: Socket) => {
@@ -228,7 +292,7 @@ export class WebhookServer implements Runnable {
       res.writeHead(404, { 'content-type': 'text/plain' }).end(`no webhook at ${path}\n`);
       return;
     }
-    const done = this.#handle(route, req, res).catch((err: unknown) => {
+    const done = this.#handle(path, route, req, res).catch((err: unknown) => {
       this.#log.error({ err, webhook: path }, 'webhook response failed');
       if (!res.headersSent) res.writeHead(500).end();
     });
@@ -236,9 +300,8 @@ export class WebhookServer implements Runnable {
     void done.finally(() => this.#inFlight.delete(done));
   }
 
-  async #handle(route: Route, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const { definition } = route;
-    const labels = { webhook: definition.path };
+  async #handle(path: string, route: Route, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const labels = { webhook: path };
     this.#metrics.inFlight.inc(labels);
     const endTimer = this.#metrics.latency.startTimer(labels);
     const write = (code: number, body: unknown) => {
@@ -250,45 +313,27 @@ export class WebhookServer implements Runnable {
     };
     try {
       await this.#mgr.tracer.startActiveSpan(
-        'admission',
+        route.review === 'AdmissionReview' ? 'admission' : 'conversion',
         {
           kind: SpanKind.SERVER,
-          attributes: { 'regulon.webhook': definition.name, 'url.path': definition.path },
+          attributes: { 'regulon.webhook': route.name, 'url.path': path },
         },
         async (span) => {
           try {
-            const refused = requestProblem(req);
+            const refused = requestProblem(req, route.review);
             if (refused) {
               write(refused.code, refused.message);
               span.setStatus({ code: SpanStatusCode.ERROR, message: refused.message });
               return;
             }
-            const body = await readBody(req, MAX_BODY_BYTES);
+            const body = await readBody(req, route.maxBodyBytes);
             if (body === undefined) {
-              write(413, `request body over ${MAX_BODY_BYTES} bytes\n`);
+              write(413, `request body over ${route.maxBodyBytes} bytes\n`);
               span.setStatus({ code: SpanStatusCode.ERROR, message: 'body too large' });
               return;
             }
-            let request: AdmissionRequest;
-            try {
-              request = parseAdmissionReview(body);
-            } catch (err) {
-              if (!(err instanceof MalformedReviewError)) throw err;
-              // 400 both ways: in the metrics' code and in the review, for a caller that reads only one of them.
-              write(400, reviewOf(denied('', { code: 400, reason: 'BadRequest', message: err.message })));
-              span.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
-              return;
-            }
-            span.setAttributes({
-              'k8s.namespace.name': request.namespace ?? '',
-              'regulon.object.name': request.name ?? '',
-              'regulon.admission.operation': request.operation,
-              'regulon.admission.uid': request.uid,
-            });
-            const response = await this.#answer(route, request, span);
-            span.setAttribute('regulon.admission.allowed', response.allowed);
-            span.setStatus({ code: SpanStatusCode.OK });
-            write(200, reviewOf(response));
+            const { code, review } = await route.answer(body, span);
+            write(code, review);
           } finally {
             span.end();
           }
@@ -300,7 +345,76 @@ export class WebhookServer implements Runnable {
     }
   }
 
-  async #answer(route: Route, request: AdmissionRequest, span: Span): Promise<AdmissionResponse> {
+  async #admit(route: AdmissionRoute, body: string, span: Span): Promise<{ code: number; review: unknown }> {
+    let request: AdmissionRequest;
+    try {
+      request = parseAdmissionReview(body);
+    } catch (err) {
+      if (!(err instanceof MalformedReviewError)) throw err;
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+      // 400 both ways: in the metrics' code and in the review, for a caller that reads only one of them.
+      return {
+        code: 400,
+        review: reviewOf(denied('', { code: 400, reason: 'BadRequest', message: err.message })),
+      };
+    }
+    span.setAttributes({
+      'k8s.namespace.name': request.namespace ?? '',
+      'regulon.object.name': request.name ?? '',
+      'regulon.admission.operation': request.operation,
+      'regulon.admission.uid': request.uid,
+    });
+    const response = await this.#answer(route, request, span);
+    span.setAttribute('regulon.admission.allowed', response.allowed);
+    span.setStatus({ code: SpanStatusCode.OK });
+    return { code: 200, review: reviewOf(response) };
+  }
+
+  /** A ConversionReview's answer: 400 for a malformed one, else 200 with Success or a Failure saying why. */
+  #convert(body: string, span: Span): { code: number; review: unknown } {
+    let request: ConversionRequest;
+    try {
+      request = parseConversionReview(body);
+    } catch (err) {
+      if (!(err instanceof MalformedReviewError)) throw err;
+      span.setStatus({ code: SpanStatusCode.ERROR, message: err.message });
+      return {
+        code: 400,
+        review: conversionReviewOf(conversionFailed('', err.message, { code: 400, reason: 'BadRequest' })),
+      };
+    }
+    span.setAttributes({
+      'regulon.conversion.uid': request.uid,
+      'regulon.conversion.desired_api_version': request.desiredAPIVersion,
+      'regulon.conversion.objects': request.objects.length,
+    });
+    const log = this.#log.child({
+      webhook: 'conversion',
+      uid: request.uid,
+      desiredAPIVersion: request.desiredAPIVersion,
+    });
+    let response;
+    try {
+      response = this.#conversions.review(request, log, span);
+    } catch (err) {
+      // The registry catches what converters throw; this is a bug of the runtime's own, answered all the same.
+      log.error({ err }, 'conversion failed');
+      span.recordException(err instanceof Error ? err : new Error(String(err)));
+      response = conversionFailed(
+        request.uid,
+        "internal error in the conversion webhook; the manager's log has the details",
+      );
+    }
+    span.setAttribute('regulon.conversion.succeeded', response.result.status === 'Success');
+    span.setStatus(
+      response.result.status === 'Success'
+        ? { code: SpanStatusCode.OK }
+        : { code: SpanStatusCode.ERROR, message: response.result.message ?? '' },
+    );
+    return { code: 200, review: conversionReviewOf(response) };
+  }
+
+  async #answer(route: AdmissionRoute, request: AdmissionRequest, span: Span): Promise<AdmissionResponse> {
     const { definition, informers } = route;
     const log = this.#log.child({
       webhook: definition.name,
@@ -347,10 +461,16 @@ export class WebhookServer implements Runnable {
   }
 }
 
-/** What makes a request no admission request at all, before its body is read. */
-function requestProblem(req: IncomingMessage): { code: number; message: string } | undefined {
+/** What makes a request no review at all, before its body is read. */
+function requestProblem(
+  req: IncomingMessage,
+  review: Route['review'],
+): { code: number; message: string } | undefined {
   if (req.method !== 'POST')
-    return { code: 405, message: `${req.method} not allowed: POST an AdmissionReview\n` };
+    return {
+      code: 405,
+      message: `${req.method} not allowed: POST ${review === 'AdmissionReview' ? 'an' : 'a'} ${review}\n`,
+    };
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim();
   if (type !== 'application/json')
     return { code: 415, message: `content-type ${JSON.stringify(type)}: expected application/json\n` };
