@@ -14,6 +14,7 @@ export {
   type ScaleSubresource,
 } from './kind.ts';
 export { crdYaml } from './yaml.ts';
+export { versionedCRD, type CrdConversion, type VersionedCRDOptions } from './versions.ts';
 export { CRON_FIELDS, CronSchedule } from './cron.ts';
 export { ChildNamingRules } from './names.ts';
 export {

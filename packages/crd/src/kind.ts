@@ -8,6 +8,7 @@ import {
   type JSONSchemaProps,
   type ValidationRule,
 } from './schema.ts';
+import type { CrdConversion } from './versions.ts';
 
 export interface PrinterColumn {
   name: string;
@@ -54,7 +55,7 @@ export interface KindDefinition<Spec extends TSchema = TSchema, Status extends T
   description?: string | undefined;
 }
 
-/** An apiextensions.k8s.io/v1 CustomResourceDefinition with one version. */
+/** An apiextensions.k8s.io/v1 CustomResourceDefinition: one version (defineKind) or several (versionedCRD). */
 export interface CustomResourceDefinition {
   apiVersion: 'apiextensions.k8s.io/v1';
   kind: 'CustomResourceDefinition';
@@ -74,6 +75,8 @@ export interface CustomResourceDefinition {
       name: string;
       served: boolean;
       storage: boolean;
+      deprecated?: boolean | undefined;
+      deprecationWarning?: string | undefined;
       schema: { openAPIV3Schema: JSONSchemaProps };
       subresources: {
         status: Record<string, never>;
@@ -81,6 +84,8 @@ export interface CustomResourceDefinition {
       };
       additionalPrinterColumns: PrinterColumn[];
     }>;
+    /** Set for several versions (versionedCRD); absent: the API server's `None`. */
+    conversion?: CrdConversion | undefined;
   };
 }
 

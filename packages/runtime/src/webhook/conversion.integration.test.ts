@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { KubeClient, Kinds, isTooManyRequests, type KubeObject } from '@regulon/client';
-import { defineKind, type KindObject } from '@regulon/crd';
+import { defineKind, versionedCRD, type KindObject } from '@regulon/crd';
 import { freePorts, start, type TestEnv } from '@regulon/testenv';
 import { Registry } from 'prom-client';
 import { Type } from 'typebox';
@@ -58,16 +58,11 @@ let port: number;
 
 /** Both versions served, v2 stored, converted by the manager's webhook at `port`. */
 function diskCRD(port: number) {
-  const crd = DiskV2.crd();
-  const v1 = DiskV1.crd().spec.versions[0]!;
-  return {
-    ...crd,
-    spec: {
-      ...crd.spec,
-      versions: [{ ...v1, storage: false }, crd.spec.versions[0]!],
-      conversion: crdConversion({ url: `https://127.0.0.1:${port}` }),
-    },
-  };
+  return versionedCRD({
+    storage: DiskV2,
+    served: [DiskV1],
+    conversion: crdConversion({ url: `https://127.0.0.1:${port}` }),
+  });
 }
 
 before(async () => {
