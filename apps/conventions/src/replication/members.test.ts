@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { memberOf, ROLE_LABEL, TroubleClock } from './members.ts';
+import { memberOf, TroubleClock } from './members.ts';
 
 const NOW = Date.parse('2026-11-25T10:00:00Z');
 const pod = (labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({
@@ -18,12 +18,6 @@ const member = (p: ReturnType<typeof pod>) =>
     now: NOW,
     outdated: false,
   });
-
-test('an instance whose Pod carries the replica role label was served as a replica by the last plan', () => {
-  assert.equal(member(pod({ [ROLE_LABEL]: 'replica' })).servedAsReplica, true);
-  assert.equal(member(pod({ [ROLE_LABEL]: 'primary' })).servedAsReplica, false);
-  assert.equal(member(pod({})).servedAsReplica, false);
-});
 
 test('a deleting Pod: its deletion began its grace period before the deletionTimestamp', () => {
   const m = member(pod({}, { deletionTimestamp: '2026-11-25T10:00:30Z', deletionGracePeriodSeconds: 30 }));

@@ -95,7 +95,6 @@ export function memberOf(o: {
     troubleSince,
     server,
     outdated: o.outdated,
-    servedAsReplica: meta?.labels?.[ROLE_LABEL] === 'replica',
   };
 }
 

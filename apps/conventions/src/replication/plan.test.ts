@@ -263,41 +263,6 @@ describe('replication plan', () => {
     assert.equal(plan(input([deleting], { replicas: 1 })).step, undefined);
   });
 
-  test('a primary whose Pod is being deleted is not handed to a standby that does not stream from it', () => {
-    const deleting = member(0, primary(1000n), { deleting: true });
-    // Ready and answering, but still catching up (or cloned and not yet connected): it lacks the latest writes.
-    const catchingUp = member(1, standby(1000n, { streaming: false }));
-    const p = plan(input([deleting, catchingUp], { replicas: 2 }));
-    assert.equal(p.step, undefined, 'no handover');
-    assert.equal(p.currentPrimary, 'db-0', 'it still writes until it stops');
-    assert.match(
-      p.waiting ?? '',
-      /no standby streams from it: it is not handed over, and comes back as the primary/,
-    );
-    // A less advanced standby that streams is the one taken: a clean shutdown sends it the rest.
-    const streaming = member(2, standby(900n));
-    const q = plan(input([deleting, catchingUp, streaming]));
-    assert.equal(q.step?.kind === 'topology' && q.step.topology.primary, 'db-2');
-  });
-
-  test('a standby the last plan served as a replica still takes over once the stopping primary has cut its stream', () => {
-    // The primary no longer answers (its fast shutdown is under way) and the standby's receiver has
-    // just lost it; the replica label on its Pod says it streamed until then.
-    const stopping = member(0, undefined, { deleting: true, ready: false, troubleSince: NOW });
-    const served = member(1, standby(1000n, { streaming: false }), { servedAsReplica: true });
-    const p = plan(input([stopping, served], { replicas: 2 }));
-    assert.equal(
-      p.step?.kind === 'topology' && p.step.topology.primary,
-      'db-1',
-      'handed over, no failover delay',
-    );
-    // Without the label it waits for the failover delay (the Pod may come back first).
-    const unserved = member(1, standby(1000n, { streaming: false }));
-    const q = plan(input([stopping, unserved], { replicas: 2 }));
-    assert.equal(q.step, undefined);
-    assert.match(q.waiting ?? '', /db-1 takes over at .* unless it returns/);
-  });
-
   test('rolling update: replicas one at a time, highest first, each once every instance serves again', () => {
     const old = { outdated: true };
     const first = plan(

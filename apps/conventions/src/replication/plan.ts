@@ -47,12 +47,6 @@ export interface Member {
   troubleSince: number | undefined;
   /** Its Pod runs an older template than the StatefulSet's, and waits for the manager to replace it (OnDelete). */
   outdated?: boolean;
-  /**
-   * Its Pod carries the replica role label: the last plan saw it stream within
-   * the lag bound of a live primary. Kept on the Pod, so it outlasts the
-   * primary's shutdown (which ends the streaming) and a new leader.
-   */
-  servedAsReplica?: boolean;
   server: Server | undefined;
 }
 
@@ -119,16 +113,11 @@ const better = (a: Member, b: Member) =>
       : a.ordinal < b.ordinal;
 
 /** The most advanced standby of this cluster that may take over, among the Pods that stay. */
-function bestStandby(
-  input: PlanInput,
-  except: string,
-  eligible: (m: Member) => boolean = () => true,
-): Member | undefined {
+function bestStandby(input: PlanInput, except: string): Member | undefined {
   let best: Member | undefined;
   for (const m of input.members) {
     const s = m.server;
     if (m.pod === except || !s || s.writable || m.ordinal >= input.replicas || m.deleting) continue;
-    if (!eligible(m)) continue;
     if (input.systemId && s.systemId !== input.systemId) continue;
     if (!best || better(m, best)) best = m;
   }
@@ -172,19 +161,7 @@ export function plan(input: PlanInput): Plan {
   // after the failover delay, so that the Pod the StatefulSet makes next reads the new name and
   // starts as a standby. The old one keeps writing until it stops; the stray rule above waits for that.
   if (named?.deleting && topology.initialized) {
-    // Only to a standby that follows it: a clean shutdown hands the last WAL to the standbys
-    // connected then, and to no other. One still cloning or catching up (Ready before it
-    // streams) would be promoted without the latest writes; the old primary comes back instead.
-    const best = bestStandby(input, topology.primary, (m) => m.server!.streaming || !!m.servedAsReplica);
-    if (
-      !best &&
-      primaryServer &&
-      input.members.some((m) => m.pod !== named.pod && m.ordinal < input.replicas)
-    ) {
-      result.currentPrimary = primaryServer.pod;
-      result.waiting = `primary ${named.pod} is being deleted, but no standby streams from it: it is not handed over, and comes back as the primary`;
-      return result;
-    }
+    const best = bestStandby(input, topology.primary);
     if (best) {
       result.currentPrimary = primaryServer?.pod;
       result.step = {
