@@ -66,6 +66,8 @@ func (db *database) postgresContainer(credentials, image string) map[string]any 
 		"image":   image,
 		"command": []any{"bash", pgConfigMount + "/start.sh"},
 		"ports":   []any{map[string]any{"name": "postgres", "containerPort": int64(5432)}},
+		// A start that fails leaves its last log lines in the Pod's status (pod.ts).
+		"terminationMessagePolicy": "FallbackToLogsOnError",
 		"env": []any{
 			fieldEnv("POD_NAME", "metadata.name"),
 			map[string]any{"name": "PRIMARY_HOST", "value": n.clientService + "." + ns + ".svc"},
