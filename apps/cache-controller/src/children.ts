@@ -231,6 +231,8 @@ function podTemplate(cache: CacheObject, imageRef: string | undefined): V1PodTem
       requests: { cpu: '100m', memory: memory(cache) },
       limits: { memory: memory(cache) },
     },
+    // A server that exits at start says why in its last lines: the kubelet keeps them for the status.
+    terminationMessagePolicy: 'FallbackToLogsOnError',
     readinessProbe: { ...readiness, periodSeconds: 5, timeoutSeconds: PROBE_TIMEOUT_SECONDS },
     // TCP, not PING: a redis loading a large append-only file answers LOADING and must not be killed for it.
     livenessProbe: { ...tcp, initialDelaySeconds: 15, periodSeconds: 10, timeoutSeconds: 3 },

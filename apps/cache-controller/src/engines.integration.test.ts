@@ -4,12 +4,13 @@
 // Secret: auth is enforced, the engine's memory limit is the one the spec
 // asks for, the eviction policy evicts (or refuses) when full, a persistent
 // redis keeps its data across its Pod's deletion, and Ready follows whether
-// the server answers. Figures are printed as test diagnostics:
+// the server answers, and a server that cannot start says why in the status.
+// Figures are printed as test diagnostics:
 //   npx regulon-testenv exec -- npx node --test apps/cache-controller/src/engines.integration.test.ts
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { V1EnvVar, V1Pod } from '@kubernetes/client-node';
-import { KubeClient, Kinds } from '@regulon/client';
+import { KubeClient, Kinds, type KubeObject } from '@regulon/client';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { type Manager, testManager } from '@regulon/runtime';
 import { eventually, localImageCatalog, start, type TestEnv } from '@regulon/testenv';
@@ -18,6 +19,8 @@ import { clientPod, cond, kubectlIn, serviceTargets } from './testing/real-node.
 import { setupCacheController } from './index.ts';
 
 const CLIENT_POD = 'client';
+/** A redis version the test's catalog maps to the memcached image: a wrong image, whose redis-server is missing. */
+const WRONG_IMAGE_VERSION = '0.0.1-wrong';
 const MiB = 2 ** 20;
 
 /**
@@ -177,7 +180,11 @@ describe('Cache on real redis and memcached', { timeout: 6 * 60_000 }, () => {
     const local = await localImageCatalog();
     const version = (engine: 'redis' | 'memcached') => local[engine]![0]!.version;
     mgr = testManager(env.kubeConfig, { namespace: ns });
-    setupCacheController(mgr, { imageCatalog: ImageCatalog.fromDocument(local, 'testenv images') });
+    const catalog = {
+      ...local,
+      redis: [...local['redis']!, { version: WRONG_IMAGE_VERSION, image: local['memcached']![0]!.image }],
+    };
+    setupCacheController(mgr, { imageCatalog: ImageCatalog.fromDocument(catalog, 'testenv images') });
     running = mgr.start();
     createdAt = Date.now();
     for (const [name, { env: _prefix, ...spec }] of Object.entries(CACHES)) {
@@ -402,5 +409,54 @@ describe('Cache on real redis and memcached', { timeout: 6 * 60_000 }, () => {
       `noevict paused: not Ready after ${(lostAfterMs / 1000).toFixed(1)} s, Ready again ${((Date.now() - paused - PAUSE_MS) / 1000).toFixed(1)} s after the pause ended`,
     );
     assert.equal((await ok('r NOEVICT PING')).trim(), 'PONG');
+  });
+
+  test('a server that cannot start: Degraded InstanceFailing with the line of its log that says why, a Warning Event, not Ready', async (t) => {
+    await caches().create(
+      Cache.object({
+        metadata: { name: 'wrong', namespace: ns },
+        spec: {
+          engine: 'redis',
+          version: WRONG_IMAGE_VERSION,
+          replicas: 1,
+          memory: '32Mi',
+          maxMemoryPercent: 50,
+          auth: {},
+        },
+      }),
+    );
+    const created = Date.now();
+    const failing = await eventually(
+      'Cache wrong Degraded InstanceFailing',
+      async () => {
+        const c = await caches().get('wrong', { namespace: ns });
+        return cond(c, 'Degraded')?.reason === 'InstanceFailing' ? c : undefined;
+      },
+      180_000,
+      500,
+    );
+    const message = cond(failing, 'Degraded')!.message ?? '';
+    t.diagnostic(`after ${((Date.now() - created) / 1000).toFixed(1)} s: ${message}`);
+    // The container's own last words, not only the kubelet's: the shell found no redis-server in that image.
+    assert.match(message, /^Instance wrong-[a-z0-9-]+: .*redis-server: not found/);
+    assert.equal(cond(failing, 'Ready')?.status, 'False');
+    assert.equal(cond(failing, 'Stalled')?.status ?? 'False', 'False', 'a fixed image heals it: not stalled');
+    await eventually('a Warning Event InstanceFailing on wrong', async () => {
+      const events = await client
+        .resource<
+          KubeObject & { reason?: string; type?: string; note?: string; regarding?: { name?: string } }
+        >(Kinds.Event)
+        .list({ namespace: ns });
+      return (
+        events.items.some(
+          (e) =>
+            e.type === 'Warning' &&
+            e.reason === 'InstanceFailing' &&
+            e.regarding?.name === 'wrong' &&
+            /redis-server: not found/.test(e.note ?? ''),
+        ) || undefined
+      );
+    });
+    await caches().delete('wrong', { namespace: ns });
   });
 });

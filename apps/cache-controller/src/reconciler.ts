@@ -1,5 +1,5 @@
 import { Kinds, metadataOnly, type ResourceType } from '@regulon/client';
-import { deploymentProblem } from '@regulon/conventions';
+import { deploymentProblem, podTrouble, type PodTrouble } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import {
   generatePassword,
@@ -9,7 +9,7 @@ import {
   type ReconcileFunc,
 } from '@regulon/runtime';
 import type { CacheObject } from './api.ts';
-import { TroubleClock } from '@regulon/conventions';
+import { ReplicationMemory } from '@regulon/conventions';
 import {
   bindingSecret,
   desiredChildren,
@@ -18,7 +18,7 @@ import {
   generatedCredentials,
   image,
 } from './children.ts';
-import { authEnabled, childNames, replicated, stateful } from './names.ts';
+import { authEnabled, childNames, replicated, selector, stateful } from './names.ts';
 import {
   firstTopology,
   instanceCount,
@@ -44,7 +44,7 @@ export const SECRETS = metadataOnly(Kinds.Secret);
 export function reconcileCache(
   catalog: ImageCatalog,
   views: WeakMap<Context, ReplicationView> = new WeakMap(),
-  clock: TroubleClock = new TroubleClock(),
+  memory: ReplicationMemory = new ReplicationMemory(),
 ): ReconcileFunc<CacheObject> {
   return async (cache, ctx) => {
     await ensureSecrets(cache, ctx);
@@ -59,8 +59,12 @@ export function reconcileCache(
       await ctx.apply(desiredChildren(cache, imageRef));
       for (const [kind, name] of unwantedChildren(cache)) await ctx.delete(kind, name);
       // What the Deployment's own controller reports (its Pods can't be created, no progress): a StatefulSet says nothing alike.
-      const problem = stateful(cache) ? undefined : deploymentProblem(controlledWorkload(cache, ctx));
+      const workload = controlledWorkload(cache, ctx);
+      const problem = stateful(cache) ? undefined : deploymentProblem(workload);
       if (problem) ctx.report(problem);
+      // Pods are read only while some are not ready: a healthy Cache costs no list.
+      else if (workload && (workload.status?.readyReplicas ?? 0) < cache.spec.replicas)
+        reportFailing(ctx, await failingInstances(cache, ctx));
       return undefined;
     }
     const recorded = await recordedTopology(cache, ctx);
@@ -70,10 +74,33 @@ export function reconcileCache(
     if (!recorded) await ctx.apply([desiredTopology(cache, topology)]);
     await ctx.apply(desiredChildren(cache, imageRef, instanceCount(cache, topology)));
     for (const [kind, name] of unwantedChildren(cache)) await ctx.delete(kind, name);
-    const { view, requeueAfter } = await reconcileReplication(cache, ctx, topology, clock);
+    const { view, requeueAfter } = await reconcileReplication(cache, ctx, topology, memory);
     views.set(ctx, view);
+    reportFailing(ctx, view.troubles);
     return { requeueAfter };
   };
+}
+
+/**
+ * What only the kubelet and the server's log know (a server that exits at
+ * start, an image that can't be pulled): Degraded, not stalled, as a fixed
+ * spec or image heals it.
+ */
+function reportFailing(ctx: Context, troubles: readonly PodTrouble[]): void {
+  for (const t of troubles)
+    ctx.report({ reason: 'InstanceFailing', message: `Instance ${t.pod}: ${t.message}`, stalled: false });
+}
+
+/** Its Pods that fail, read from the API server: the controller watches Pods as metadata only. */
+async function failingInstances(cache: CacheObject, ctx: Context): Promise<PodTrouble[]> {
+  const pods = await ctx.client.resource(Kinds.Pod).list({
+    namespace: cache.metadata.namespace!,
+    labelSelector: Object.entries(selector(cache))
+      .map(([k, v]) => `${k}=${v}`)
+      .join(','),
+    signal: ctx.signal,
+  });
+  return pods.items.flatMap((p) => podTrouble(p) ?? []);
 }
 
 /** Children this Cache may have had that its spec no longer asks for; deleted only if the Cache controls them. */

@@ -25,7 +25,7 @@ import {
   instanceCount,
   recordedTopology,
   reconcileReplication,
-  TroubleClock,
+  ReplicationMemory,
   type ReplicationView,
 } from './replication/replication.ts';
 import { InvalidParametersError } from './config.ts';
@@ -61,7 +61,7 @@ export interface BackupSupport {
 export function reconcileDatabase(
   catalog: ImageCatalog,
   views: WeakMap<Context, ReplicationView> = new WeakMap(),
-  clock: TroubleClock = new TroubleClock(),
+  memory: ReplicationMemory = new ReplicationMemory(),
   backup: BackupSupport = { backupsWatched: false, stanzas: undefined },
 ): ReconcileFunc<DatabaseObject> {
   return async (db, ctx) => {
@@ -86,7 +86,7 @@ export function reconcileDatabase(
     if (!recorded) await ctx.apply([topologyConfigMap(db, topology)]);
     await ctx.apply(children.flatMap((c) => (c.object ? [c.object] : [])));
     for (const c of children) if (!c.object) await ctx.delete(c.type, c.name);
-    const { view, requeueAfter } = await reconcileReplication(db, ctx, topology, clock);
+    const { view, requeueAfter } = await reconcileReplication(db, ctx, topology, memory);
     views.set(ctx, view);
     // What only the kubelet and the instance's log know: a restore that cannot find its backup,
     // a server that refuses its configuration. Degraded, not stalled: a fixed spec heals it.

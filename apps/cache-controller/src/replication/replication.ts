@@ -15,7 +15,9 @@ import {
   type Role,
   type Step,
   type Topology,
-  type TroubleClock,
+  type ReplicationMemory,
+  podTrouble,
+  type PodTrouble,
 } from '@regulon/conventions';
 import type { Context } from '@regulon/runtime';
 import type { CacheObject } from '../api.ts';
@@ -33,6 +35,8 @@ export interface ReplicationView {
   members: Member[];
   observations: Map<string, Observation>;
   plan: Plan;
+  /** Instances whose Pod keeps failing or cannot start, and why (see podTrouble). */
+  troubles: PodTrouble[];
 }
 
 /**
@@ -72,7 +76,7 @@ export async function reconcileReplication(
   cache: CacheObject,
   ctx: Context,
   topology: Topology,
-  clock: TroubleClock,
+  memory: ReplicationMemory,
   now = Date.now(),
 ): Promise<{ view: ReplicationView; requeueAfter: number }> {
   const ns = cache.metadata.namespace!;
@@ -112,7 +116,7 @@ export async function reconcileReplication(
       ordinal: ordinalOf(cache, name),
       pod,
       server: o?.reachable ? o.server : undefined,
-      clock,
+      memory,
       key: `${cache.metadata.uid}/${name}`,
       now,
       outdated: outdated(pod, updateRevision),
@@ -128,6 +132,7 @@ export async function reconcileReplication(
     maxLag: BigInt(cache.spec.replication?.maxLagBytes ?? DEFAULT_MAX_LAG_BYTES),
     now,
     switchoverTo: undefined,
+    lastAnswer: memory.lastAnswer(cache.metadata.uid!, topology.primary, members),
   });
   await labelRoles(cache, ctx, byName, decided.roles);
   const endpointOf = (pod: string): Endpoint => {
@@ -139,7 +144,11 @@ export async function reconcileReplication(
   else if (decided.currentPrimary) await pointReplicas(cache, ctx, decided, observations, endpointOf);
   if (decided.waiting) ctx.log.info({ waiting: decided.waiting }, 'replication');
 
-  return { view: { topology, members, observations, plan: decided }, requeueAfter: requeueAfter(decided) };
+  const troubles = pods.flatMap((p) => podTrouble(p) ?? []);
+  return {
+    view: { topology, members, observations, plan: decided, troubles },
+    requeueAfter: requeueAfter(decided),
+  };
 }
 
 /** The password the instances require (auth on): the generated or referenced Secret's `password`. */

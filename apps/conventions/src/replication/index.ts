@@ -5,6 +5,7 @@ export {
   type Member,
   type Plan,
   type PlanInput,
+  type PrimaryAnswer,
   type Role,
   type Server,
   type Step,
@@ -21,7 +22,7 @@ export {
   ROLE_LABEL,
   roleLabelChanges,
   rollingRevision,
-  TroubleClock,
+  ReplicationMemory,
   type InstancePod,
   type RollingStatefulSet,
 } from './members.ts';

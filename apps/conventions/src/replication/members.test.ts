@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { memberOf, TroubleClock } from './members.ts';
+import { memberOf, ReplicationMemory } from './members.ts';
+import type { Member, Server } from './plan.ts';
 
 const NOW = Date.parse('2026-11-25T10:00:00Z');
 const pod = (labels: Record<string, string>, extra: Record<string, unknown> = {}) => ({
@@ -13,7 +14,7 @@ const member = (p: ReturnType<typeof pod>) =>
     ordinal: 1,
     pod: p,
     server: undefined,
-    clock: new TroubleClock(),
+    memory: new ReplicationMemory(),
     key: 'uid/db-1',
     now: NOW,
     outdated: false,
@@ -24,4 +25,41 @@ test('a deleting Pod: its deletion began its grace period before the deletionTim
   assert.equal(m.deleting, true);
   assert.equal(m.deletingSince, NOW);
   assert.equal(m.troubleSince, NOW, 'a Ready Pod whose server does not answer is in trouble from now');
+});
+
+test("the primary's last answer: refreshed while it answers writable, kept while it does not, forgotten once another is named", () => {
+  const server = (writable: boolean, lsn: bigint, streaming = !writable): Server => ({
+    writable,
+    systemId: 's',
+    timeline: 1,
+    lsn,
+    replayLsn: lsn,
+    streaming,
+  });
+  const at = (pod: string, s: Server | undefined) => ({ pod, server: s }) as Member;
+  const memory = new ReplicationMemory();
+  assert.equal(memory.lastAnswer('u', 'db-0', [at('db-0', undefined)]), undefined, 'never seen answering');
+  const first = memory.lastAnswer('u', 'db-0', [
+    at('db-0', server(true, 100n)),
+    at('db-1', server(false, 90n)),
+    at('db-2', server(false, 100n, false)),
+  ]);
+  assert.deepEqual(first, { lsn: 100n, followers: new Set(['db-1']) }, 'only the streaming standby follows');
+  // It stops answering, and the stream breaks with it: what it said last is what counts.
+  const kept = memory.lastAnswer('u', 'db-0', [
+    at('db-0', undefined),
+    at('db-1', server(false, 100n, false)),
+  ]);
+  assert.deepEqual(kept, first);
+  assert.equal(memory.lastAnswer('other', 'db-0', [at('db-0', undefined)]), undefined, 'kept per owner');
+  assert.equal(
+    memory.lastAnswer('u', 'db-1', [at('db-1', undefined)]),
+    undefined,
+    'a new primary: nothing known of it',
+  );
+  assert.equal(
+    memory.lastAnswer('u', 'db-0', [at('db-0', undefined)]),
+    undefined,
+    'the role back on db-0: its answer from before is not trusted',
+  );
 });

@@ -1,16 +1,51 @@
-import type { Member, Plan, Role, Server } from './plan.ts';
+import type { Member, Plan, PrimaryAnswer, Role, Server } from './plan.ts';
 
-/** When each instance's trouble began, as this manager first saw it (a new leader starts counting afresh: it only waits longer). */
-export class TroubleClock {
-  readonly #since = new Map<string, number>();
-  mark(key: string, now: number): number {
-    const t = this.#since.get(key);
+/**
+ * What this manager remembers of each replicated owner between reconciles:
+ * since when each instance has been in trouble, and what the primary was
+ * the last time it answered. Kept in memory only: a new leader starts
+ * afresh, so it waits longer, and hands over as a manager without memory does.
+ * An owner's entries (a set of Pod names, a number) stay after it is deleted,
+ * until the manager restarts: small enough not to need the owner's deletion.
+ */
+export class ReplicationMemory {
+  readonly #troubleSince = new Map<string, number>();
+  readonly #lastAnswer = new Map<string, { primary: string; seen: PrimaryAnswer }>();
+
+  /** When the trouble of instance `key` began, as first marked (`now` if not yet). */
+  markTrouble(key: string, now: number): number {
+    const t = this.#troubleSince.get(key);
     if (t !== undefined) return t;
-    this.#since.set(key, now);
+    this.#troubleSince.set(key, now);
     return now;
   }
-  clear(key: string): void {
-    this.#since.delete(key);
+  clearTrouble(key: string): void {
+    this.#troubleSince.delete(key);
+  }
+
+  /**
+   * What the named primary said the last time it answered, refreshed from
+   * `members` whenever it answers writable now. Undefined while this manager
+   * has never seen it answer (a failover then falls back to the most advanced
+   * standby).
+   */
+  lastAnswer(owner: string, primary: string, members: readonly Member[]): PrimaryAnswer | undefined {
+    const named = members.find((m) => m.pod === primary);
+    if (named?.server?.writable) {
+      const followers = new Set(
+        members
+          .filter((m) => m !== named && m.server && !m.server.writable && m.server.streaming)
+          .map((m) => m.pod),
+      );
+      const seen = { lsn: named.server.lsn, followers };
+      this.#lastAnswer.set(owner, { primary, seen });
+      return seen;
+    }
+    const known = this.#lastAnswer.get(owner);
+    if (known?.primary === primary) return known.seen;
+    // Another instance is named now: what its predecessor said would be stale if the role came back.
+    this.#lastAnswer.delete(owner);
+    return undefined;
   }
 }
 
@@ -50,22 +85,22 @@ const ms = (t: Date | string | undefined) => (t ? new Date(t).getTime() : undefi
 /**
  * One instance as plan() sees it: its Pod (undefined when missing), what its
  * server answered (undefined: unreachable), and since when it has been in
- * trouble, counted by `clock` under `key` (unique per owner and instance).
+ * trouble, counted by `memory` under `key` (`<owner uid>/<instance>`).
  */
 export function memberOf(o: {
   name: string;
   ordinal: number;
   pod: InstancePod | undefined;
   server: Server | undefined;
-  clock: TroubleClock;
+  memory: ReplicationMemory;
   key: string;
   now: number;
   outdated: boolean;
 }): Member {
-  const { pod, server, clock, key, now } = o;
+  const { pod, server, memory, key, now } = o;
   const ready = pod ? podReady(pod) : false;
   let troubleSince: number | undefined;
-  if (ready && server !== undefined) clock.clear(key);
+  if (ready && server !== undefined) memory.clearTrouble(key);
   else {
     // The kubelet's word on when it stopped serving: only a Ready=False condition says so (a
     // ready Pod whose server does not answer has been in trouble since this manager saw it).
@@ -76,7 +111,7 @@ export function memberOf(o: {
           ? ms(readyCondition.lastTransitionTime)
           : ms(pod.metadata?.creationTimestamp)
         : undefined;
-    troubleSince = Math.min(clock.mark(key, now), notReadySince ?? now);
+    troubleSince = Math.min(memory.markTrouble(key, now), notReadySince ?? now);
   }
   const meta = pod?.metadata;
   return {

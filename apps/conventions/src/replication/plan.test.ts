@@ -263,6 +263,63 @@ describe('replication plan', () => {
     assert.equal(plan(input([deleting], { replicas: 1 })).step, undefined);
   });
 
+  test('a primary whose Pod is being deleted is handed only to a standby that streamed from it', () => {
+    const deleting = member(0, primary(1000n), { deleting: true });
+    // Ready and answering, but still catching up (or cloned and not yet connected): it lacks the latest writes.
+    const catchingUp = member(1, standby(1000n, { streaming: false }));
+    const seen = { lsn: 1000n, followers: new Set<string>() };
+    const p = plan(input([deleting, catchingUp], { replicas: 2, lastAnswer: seen }));
+    assert.equal(p.step, undefined, 'no handover');
+    assert.equal(p.currentPrimary, 'db-0', 'it still writes until it stops');
+    assert.match(p.waiting ?? '', /no standby streamed from it: it is not handed over/);
+    // A less advanced standby that streamed is the one taken: a clean shutdown sends it the rest.
+    const streamed = member(2, standby(900n));
+    const q = plan(
+      input([deleting, catchingUp, streamed], { lastAnswer: { lsn: 1000n, followers: new Set(['db-2']) } }),
+    );
+    assert.equal(q.step?.kind === 'topology' && q.step.topology.primary, 'db-2');
+    // A manager that never saw the primary answer (a new leader) takes the most advanced standby.
+    const r = plan(input([deleting, catchingUp], { replicas: 2 }));
+    assert.equal(r.step?.kind === 'topology' && r.step.topology.primary, 'db-1');
+  });
+
+  test('a crashed primary whose Pod is then deleted is handed to a standby that streamed until it stopped answering', () => {
+    // Its server is gone, and with it the standby's stream; the manager remembers who followed it.
+    const crashed = member(0, undefined, { deleting: true, ready: false, troubleSince: NOW });
+    const follower = member(1, standby(1000n, { streaming: false }));
+    const p = plan(
+      input([crashed, follower], { replicas: 2, lastAnswer: { lsn: 1000n, followers: new Set(['db-1']) } }),
+    );
+    assert.equal(
+      p.step?.kind === 'topology' && p.step.topology.primary,
+      'db-1',
+      'handed over, no failover delay',
+    );
+  });
+
+  test('a lost primary is replaced by a standby that streamed from it or holds its last seen writes, never one behind them', () => {
+    const lost = member(0, undefined);
+    const behind = member(1, standby(900n, { streaming: false }));
+    const seen = { lsn: 1000n, followers: new Set<string>() };
+    const p = plan(input([lost, behind], { replicas: 2, lastAnswer: seen }));
+    assert.equal(p.step, undefined, 'not promoted: it lacks writes the primary had');
+    assert.match(
+      p.waiting ?? '',
+      /no standby streamed from it or holds its last writes: waiting for it to return/,
+    );
+    const level = member(1, standby(1000n, { streaming: false }));
+    const q = plan(input([lost, level], { replicas: 2, lastAnswer: seen }));
+    assert.equal(q.step?.kind === 'topology' && q.step.topology.primary, 'db-1', 'it holds every write seen');
+    const follower = plan(
+      input([lost, behind], { replicas: 2, lastAnswer: { lsn: 1000n, followers: new Set(['db-1']) } }),
+    );
+    assert.equal(
+      follower.step?.kind === 'topology' && follower.step.topology.primary,
+      'db-1',
+      'it streamed until the primary was lost',
+    );
+  });
+
   test('rolling update: replicas one at a time, highest first, each once every instance serves again', () => {
     const old = { outdated: true };
     const first = plan(

@@ -76,6 +76,16 @@ export interface PlanInput {
   now: number;
   /** A requested switchover target (Pod name). */
   switchoverTo: string | undefined;
+  /** What the named primary said the last time it answered (undefined: never seen answering; see ReplicationMemory). */
+  lastAnswer?: PrimaryAnswer | undefined;
+}
+
+/** The named primary's last answer, as the manager remembers it. */
+export interface PrimaryAnswer {
+  /** Its write position then. */
+  lsn: bigint;
+  /** The standbys that streamed from it then: a clean shutdown sends them its last writes. */
+  followers: ReadonlySet<string>;
 }
 
 export type Step =
@@ -112,16 +122,38 @@ const better = (a: Member, b: Member) =>
       ? a.server!.replayLsn > b.server!.replayLsn
       : a.ordinal < b.ordinal;
 
-/** The most advanced standby of this cluster that may take over, among the Pods that stay. */
-function bestStandby(input: PlanInput, except: string): Member | undefined {
+/** The most advanced standby of this cluster that may take over, among the Pods that stay (and pass `eligible`). */
+function bestStandby(
+  input: PlanInput,
+  except: string,
+  eligible: (m: Member) => boolean = () => true,
+): Member | undefined {
   let best: Member | undefined;
   for (const m of input.members) {
     const s = m.server;
     if (m.pod === except || !s || s.writable || m.ordinal >= input.replicas || m.deleting) continue;
     if (input.systemId && s.systemId !== input.systemId) continue;
+    if (!eligible(m)) continue;
     if (!best || better(m, best)) best = m;
   }
   return best;
+}
+
+/**
+ * Who may take over from a primary that stops. A planned stop (its Pod deleted) hands over only
+ * to a standby that streamed from it: its clean shutdown sends those every write, and a Ready
+ * standby that is still catching up would lack them. A lost primary may also be replaced by a
+ * standby that holds everything it had written when last seen (Patroni's maximum lag on
+ * failover, at zero). With no memory of the primary (a new leader), any standby may.
+ */
+function successor(input: PlanInput, planned: boolean): Member | undefined {
+  const seen = input.lastAnswer;
+  if (!seen) return bestStandby(input, input.topology.primary);
+  return bestStandby(
+    input,
+    input.topology.primary,
+    (m) => seen.followers.has(m.pod) || (!planned && m.server!.lsn >= seen.lsn),
+  );
 }
 
 export function plan(input: PlanInput): Plan {
@@ -161,7 +193,9 @@ export function plan(input: PlanInput): Plan {
   // after the failover delay, so that the Pod the StatefulSet makes next reads the new name and
   // starts as a standby. The old one keeps writing until it stops; the stray rule above waits for that.
   if (named?.deleting && topology.initialized) {
-    const best = bestStandby(input, topology.primary);
+    const best = successor(input, true);
+    if (!best && bestStandby(input, topology.primary))
+      result.waiting = `primary ${topology.primary} is being deleted, and no standby streamed from it: it is not handed over`;
     if (best) {
       result.currentPrimary = primaryServer?.pod;
       result.step = {
@@ -259,9 +293,11 @@ export function plan(input: PlanInput): Plan {
   }
   // The named one is gone, not ready or unreachable: fail over once it has been so for the delay,
   // if a standby can take over at all (one instance waits for its Pod to come back).
-  const best = bestStandby(input, topology.primary);
+  const best = successor(input, false);
   if (!best) {
-    result.waiting = `primary ${topology.primary} is not serving, and no standby can take over`;
+    result.waiting = bestStandby(input, topology.primary)
+      ? `primary ${topology.primary} is not serving, and no standby streamed from it or holds its last writes: waiting for it to return`
+      : `primary ${topology.primary} is not serving, and no standby can take over`;
     return result;
   }
   const since = named?.troubleSince ?? input.now;

@@ -20,12 +20,12 @@ import {
   type Role,
   type Step,
   type Topology,
-  TroubleClock,
+  ReplicationMemory,
   podTrouble,
   type PodTrouble,
 } from '@regulon/conventions';
 
-export { TroubleClock };
+export { ReplicationMemory };
 
 /** A user asks for a switchover by naming the instance (Pod) that should become the primary. */
 export const SWITCHOVER_ANNOTATION = 'regulon.dev/switchover-to';
@@ -80,7 +80,7 @@ export async function reconcileReplication(
   db: DatabaseObject,
   ctx: Context,
   topology: Topology,
-  clock: TroubleClock,
+  memory: ReplicationMemory,
   now = Date.now(),
 ): Promise<{ view: ReplicationView; requeueAfter: number | undefined }> {
   const ns = db.metadata.namespace!;
@@ -128,7 +128,7 @@ export async function reconcileReplication(
       ordinal: ordinalOf(db, name),
       pod,
       server,
-      clock,
+      memory,
       key: `${db.metadata.uid}/${name}`,
       now,
       outdated: outdated(pod, updateRevision),
@@ -145,6 +145,7 @@ export async function reconcileReplication(
     maxLag: driver?.maxLag(db) ?? 0n,
     now,
     switchoverTo,
+    lastAnswer: memory.lastAnswer(db.metadata.uid!, topology.primary, members),
   });
   // A single instance serves reads too: it is the primary, and no read-only Service exists.
   await labelRoles(db, ctx, byName, decided.roles);
