@@ -200,3 +200,5 @@ export type {
 export { jsonPatch, applyJsonPatch } from './webhook/patch.ts';
 export type { JsonPatchOperation } from './webhook/patch.ts';
 export { webhookMetrics, WEBHOOK_LATENCY_BUCKETS } from './webhook/metrics.ts';
+export { migrateStorageVersion } from './storage-version/migrate.ts';
+export type { StorageMigrationOptions, StorageMigrationResult } from './storage-version/migrate.ts';

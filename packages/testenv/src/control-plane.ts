@@ -339,6 +339,26 @@ export class ControlPlane {
     return revision;
   }
 
+  /**
+   * The keys and values etcd holds under `prefix` (the API server's keys, such as
+   * `/registry/<group>/<plural>/`): for a test that must see how objects are
+   * stored, which the API server never shows (it serves every version converted).
+   */
+  async etcdRead(prefix: string): Promise<Array<{ key: string; value: string }>> {
+    if (!prefix) throw new Error('etcdRead: a key prefix is required');
+    const last = prefix.charCodeAt(prefix.length - 1);
+    const rangeEnd = prefix.slice(0, -1) + String.fromCharCode(last + 1);
+    const b64 = (s: string) => Buffer.from(s).toString('base64');
+    const res = await postJson(`${this.state.etcdEndpoint}/v3/kv/range`, {
+      key: b64(prefix),
+      range_end: b64(rangeEnd),
+    });
+    if (res.status !== 200) throw new Error(`etcd range read failed: ${res.body}`);
+    const { kvs = [] } = JSON.parse(res.body) as { kvs?: Array<{ key: string; value?: string }> };
+    const text = (b: string | undefined) => Buffer.from(b ?? '', 'base64').toString('utf8');
+    return kvs.map((kv) => ({ key: text(kv.key), value: text(kv.value) }));
+  }
+
   #reload(): void {
     const file = join(this.state.dir, STATE_FILE);
     if (!existsSync(file)) return;
