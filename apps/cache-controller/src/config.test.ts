@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { Cache, type CacheObject } from './api.ts';
 import {
   CONFIG_HASH_ANNOTATION,
@@ -120,8 +120,11 @@ describe('workloads', () => {
 });
 
 describe('start scripts (run with sh, the engine replaced by cat)', () => {
+  const dirs: string[] = [];
+  after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
   const run = (command: string[], runDir: string, file: string, env: Record<string, string>) => {
     const dir = mkdtempSync(join(tmpdir(), 'cache-'));
+    dirs.push(dir);
     const script = command[2]!
       .replaceAll(runDir, dir)
       .replace(/exec (redis-server|memcached) .*$/, `cat ${dir}/${file}`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -49,6 +49,7 @@ describe('loadKubeConfig', () => {
     mkdirSync(process.env.HOME);
   });
   afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
     for (const [k, v] of Object.entries({
       KUBECONFIG: saved.KUBECONFIG,
       HOME: saved.HOME,

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeEach, describe, it } from 'node:test';
+import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ConfigError } from './errors.ts';
 import { CREDENTIAL_FILE_REFRESH_MS, LeanKubeConfig, readKubeConfigFiles } from './kubeconfig.ts';
 
@@ -44,6 +44,7 @@ describe('LeanKubeConfig', () => {
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'client-kubeconfig-'));
   });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('resolves relative certificate paths against the kubeconfig file', async () => {
     mkdirSync(join(dir, 'kube'));

@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { compareVersions, ImageCatalog, ImageCatalogError } from './catalog.ts';
 
+const dirs: string[] = [];
+after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 const file = (text: string) => {
-  const path = join(mkdtempSync(join(tmpdir(), 'catalog-')), 'catalog.yaml');
+  const dir = mkdtempSync(join(tmpdir(), 'catalog-'));
+  dirs.push(dir);
+  const path = join(dir, 'catalog.yaml');
   writeFileSync(path, text);
   return path;
 };

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { REPLICATED_DATA_DIR, replicatedRedisScript, TOPOLOGY_MOUNT } from './start-script.ts';
 
 /**
@@ -12,6 +12,9 @@ import { REPLICATED_DATA_DIR, replicatedRedisScript, TOPOLOGY_MOUNT } from './st
  * (the script waiting for a primary) stops the script, and `redis-server`
  * prints the role file and whether the password is still in its env.
  */
+const scratch: string[] = [];
+after(() => scratch.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
 function start(o: {
   pod: string;
   topology: { primary: string; initialized: boolean };
@@ -22,6 +25,7 @@ function start(o: {
   password?: string;
 }) {
   const dir = mkdtempSync(join(tmpdir(), 'redis-start-'));
+  scratch.push(dir);
   const bin = join(dir, 'bin');
   const topology = join(dir, 'topology');
   const data = join(dir, 'data');

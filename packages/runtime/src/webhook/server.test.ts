@@ -3,7 +3,7 @@
 // AdmissionReview JSON; the integration test sends it through the real one.
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import type { TLSSocket } from 'node:tls';
@@ -114,6 +114,7 @@ before(async () => {
 after(async () => {
   stop.abort();
   await running;
+  rmSync(certDir, { recursive: true, force: true });
 });
 
 interface Answer {
