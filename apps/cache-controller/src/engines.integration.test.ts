@@ -20,7 +20,7 @@ import { setupCacheController } from './index.ts';
 
 const CLIENT_POD = 'client';
 /** A redis version the test's catalog maps to the memcached image: a wrong image, whose redis-server is missing. */
-const WRONG_IMAGE_VERSION = '0.0.1-wrong';
+const WRONG_IMAGE_VERSION = '0.0.1';
 const MiB = 2 ** 20;
 
 /**
@@ -102,6 +102,8 @@ const info = (out: string, field: string): number => {
 
 describe('Cache on real redis and memcached', { timeout: 6 * 60_000 }, () => {
   let env: TestEnv;
+  /** The redis version the real node's image serves. */
+  let redisVersion: string;
   let client: KubeClient;
   let mgr: Manager;
   let running: Promise<void>;
@@ -179,10 +181,12 @@ describe('Cache on real redis and memcached', { timeout: 6 * 60_000 }, () => {
     ns = await env.newNamespace('engines', { realNode: true });
     const local = await localImageCatalog();
     const version = (engine: 'redis' | 'memcached') => local[engine]![0]!.version;
+    redisVersion = version('redis');
     mgr = testManager(env.kubeConfig, { namespace: ns });
     const catalog = {
       ...local,
-      redis: [...local['redis']!, { version: WRONG_IMAGE_VERSION, image: local['memcached']![0]!.image }],
+      // Oldest first, as a catalog must be.
+      redis: [{ version: WRONG_IMAGE_VERSION, image: local['memcached']![0]!.image }, ...local['redis']!],
     };
     setupCacheController(mgr, { imageCatalog: ImageCatalog.fromDocument(catalog, 'testenv images') });
     running = mgr.start();
@@ -411,7 +415,7 @@ describe('Cache on real redis and memcached', { timeout: 6 * 60_000 }, () => {
     assert.equal((await ok('r NOEVICT PING')).trim(), 'PONG');
   });
 
-  test('a server that cannot start: Degraded InstanceFailing with the line of its log that says why, a Warning Event, not Ready', async (t) => {
+  test('a server that cannot start: Degraded InstanceFailing with the line of its log that says why, a Warning Event, not Ready; the right image heals it', async (t) => {
     await caches().create(
       Cache.object({
         metadata: { name: 'wrong', namespace: ns },
@@ -457,6 +461,17 @@ describe('Cache on real redis and memcached', { timeout: 6 * 60_000 }, () => {
         ) || undefined
       );
     });
+    // The right image heals it: Ready, and Degraded gone.
+    await caches().patch('wrong', { spec: { version: redisVersion } }, { type: 'merge', namespace: ns });
+    await eventually(
+      'Cache wrong Ready on the right image',
+      async () => {
+        const c = await caches().get('wrong', { namespace: ns });
+        return isReady(c) && cond(c, 'Degraded')?.status === 'False' ? c : undefined;
+      },
+      120_000,
+      500,
+    );
     await caches().delete('wrong', { namespace: ns });
   });
 });
