@@ -27,7 +27,7 @@ import {
   firstTopology,
   instanceCount,
   reconcileReplication,
-  TroubleClock,
+  ReplicationMemory,
   type ReplicationView,
 } from '../../apps/database-controller/src/replication/replication.ts';
 
@@ -194,7 +194,7 @@ export async function render(c: RenderCase): Promise<Rendered> {
       db,
       recordingContext(owner, c.pods, calls),
       topology,
-      new TroubleClock(),
+      new ReplicationMemory(),
       Date.parse(c.now),
     );
     view = out.view;
