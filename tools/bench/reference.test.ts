@@ -15,7 +15,7 @@ import { postgresFilesProblem } from './reference-go/gen-postgres-files.ts';
 const NOW = '2025-03-04T05:06:07.891Z';
 const EARLIER = '2025-03-01T00:00:00Z';
 
-const OWNER = { apiVersion: 'regulon.dev/v1alpha1', kind: 'Database' };
+const OWNER = { apiVersion: 'regulon.dev/v1beta1', kind: 'Database' };
 
 function database(name: string, spec: Record<string, unknown>, extra: Record<string, unknown> = {}) {
   const { metadata, ...rest } = extra as { metadata?: Record<string, unknown> };

@@ -14,7 +14,22 @@ import { setupDatabaseBackupController } from './backup/controller.ts';
 import type { ReplicationView } from './replication/replication.ts';
 import { OFFICIAL_IMAGES } from './versions.ts';
 
-export { Database, DatabaseSpec, DatabaseStatus, GROUP, type DatabaseObject } from './api.ts';
+export {
+  Database,
+  DatabaseSpec,
+  DatabaseSpecV1alpha1,
+  DatabaseStatus,
+  DatabaseV1alpha1,
+  GROUP,
+  type DatabaseObject,
+  type DatabaseV1alpha1Object,
+} from './api.ts';
+export {
+  DATABASE_V1ALPHA1_CONVERSION,
+  databaseCRD,
+  setupDatabaseConversion,
+  specToHub as databaseSpecToHub,
+} from './conversion.ts';
 export { FIELD_MANAGER, reconcileDatabase } from './reconciler.ts';
 export { createdClaimSize, desiredChildren, generatedCredentials, type DesiredChild } from './children.ts';
 export { computeStatus, observedFrom, type Observed } from './status.ts';

@@ -29,7 +29,7 @@ const names = {
 
 const database = (name: string, secretName?: string): DatabaseObject =>
   ({
-    apiVersion: 'regulon.dev/v1alpha1',
+    apiVersion: 'regulon.dev/v1beta1',
     kind: 'Database',
     metadata: { name, namespace: ns },
     spec: {

@@ -8,6 +8,7 @@ import {
   type WebhookServer,
 } from '@regulon/runtime';
 import { Database, type DatabaseObject } from './api.ts';
+import { setupDatabaseConversion } from './conversion.ts';
 
 /** What the engines read from a credentials Secret (children.ts: the containers' secretKeyRefs). */
 export const CREDENTIAL_KEYS = ['username', 'password'] as const;
@@ -56,8 +57,12 @@ export async function validateCredentials(db: DatabaseObject, ctx: AdmissionCont
   };
 }
 
-/** Registers the Database's admission webhooks. */
+/**
+ * Registers the Database's webhooks: its conversion between versions, and its
+ * admission (which the webhook configurations in deploy/webhook turn on).
+ */
 export function setupDatabaseWebhooks(webhooks: WebhookServer): void {
+  setupDatabaseConversion(webhooks);
   webhooks.for(Database).withValidator(
     {
       validateCreate: validateCredentials,

@@ -20,7 +20,15 @@ import { after, before, test } from 'node:test';
 import { ensurePrometheus, eventually, freePorts, start, type TestEnv } from '@regulon/testenv';
 import { parse, stringify } from 'yaml';
 import { checkPanels, query, type GrafanaDashboard } from '../../../tools/scripts/dashboard-queries.ts';
-import { Installation, isCurrent, isReady, root, say, type Converged } from './testing/installation.ts';
+import {
+  Installation,
+  isCurrent,
+  isReady,
+  objectPath,
+  root,
+  say,
+  type Converged,
+} from './testing/installation.ts';
 import { fakeNodeForNamespace, type FakeNode } from './testing/fake-node.ts';
 import { containerMemory, type MemoryReading } from './testing/memory.ts';
 
@@ -274,7 +282,7 @@ test(`${DATABASES} Databases on fake nodes: the memory limit holds, no OOM kill;
     apiVersion: 'v1',
     kind: 'List',
     items: Array.from({ length: DATABASES }, (_, i) => ({
-      apiVersion: 'regulon.dev/v1alpha1',
+      apiVersion: 'regulon.dev/v1beta1',
       kind: 'Database',
       metadata: { name: `load-${i}`, namespace: inst.workload },
       spec: {
@@ -293,9 +301,7 @@ test(`${DATABASES} Databases on fake nodes: the memory limit holds, no OOM kill;
     await eventually(
       `${DATABASES} Databases Ready`,
       async () => {
-        const dbs = await inst.get<{ items: Converged[] }>(
-          `/apis/regulon.dev/v1alpha1/namespaces/${inst.workload}/databases`,
-        );
+        const dbs = await inst.get<{ items: Converged[] }>(objectPath(inst.workload, 'databases'));
         readyCount = dbs.items.filter(
           (d) => d.metadata.name.startsWith('load-') && isReady(d) && isCurrent(d),
         ).length;
@@ -368,12 +374,7 @@ async function applySample(resource: string, file: string, suffix: string): Prom
   assert.equal(r.code, 0, r.stderr);
   await eventually(
     `${resource}/${obj.metadata.name} Ready`,
-    async () =>
-      isReady(
-        await inst.get<Converged>(
-          `/apis/regulon.dev/v1alpha1/namespaces/${inst.workload}/${resource}/${obj.metadata.name}`,
-        ),
-      ),
+    async () => isReady(await inst.get<Converged>(objectPath(inst.workload, resource, obj.metadata.name))),
     180_000,
     500,
   );

@@ -28,6 +28,7 @@ import {
   isCurrent,
   isReady,
   metric,
+  objectPath,
   ready,
   say,
   type Pod,
@@ -49,7 +50,7 @@ const SAMPLES = [
 const INSTANCES = 3;
 
 const sample = (resource: string, name: string) =>
-  inst.get<Converged>(`/apis/regulon.dev/v1alpha1/namespaces/${inst.workload}/${resource}/${name}`);
+  inst.get<Converged>(objectPath(inst.workload, resource, name));
 
 before(async () => {
   env = await start({ realNodes: 1 });
@@ -332,13 +333,13 @@ const orders = () =>
         instances?: Array<{ name: string; state: string }>;
       };
     }
-  >(`/apis/regulon.dev/v1alpha1/namespaces/${inst.workload}/databases/orders`);
+  >(objectPath(inst.workload, 'databases', 'orders'));
 
 /** The Database the rolling update changes. */
 const ROLLED = 'rolled';
 const rolled = () =>
   inst.get<Converged & { spec: { replicas: number }; status?: { readyReplicas?: number } }>(
-    `/apis/regulon.dev/v1alpha1/namespaces/${inst.workload}/databases/${ROLLED}`,
+    objectPath(inst.workload, 'databases', ROLLED),
   );
 /**
  * The rolled Database, in its `variant`th form: a parameter changes (a configuration roll of
@@ -348,7 +349,7 @@ const rolled = () =>
 async function applyRolled(variant: number): Promise<void> {
   const r = await inst.kubectl.runWithInput(
     JSON.stringify({
-      apiVersion: 'regulon.dev/v1alpha1',
+      apiVersion: 'regulon.dev/v1beta1',
       kind: 'Database',
       metadata: { name: ROLLED, namespace: inst.workload },
       spec: {

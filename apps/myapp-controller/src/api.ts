@@ -9,7 +9,7 @@ import {
   type KindObject,
   Phase,
 } from '@regulon/crd';
-import { DatabaseSpec, GROUP } from '@regulon/database-controller';
+import { DatabaseSpecV1alpha1, GROUP } from '@regulon/database-controller';
 import { DEFAULT_READINESS_PATH, MAX_NAME_LENGTH } from './children.ts';
 
 /**
@@ -38,7 +38,10 @@ export const MyAppSpec = Type.Object({
     }),
   ),
   env: Type.Optional(EnvVars()),
-  database: Type.Optional(DatabaseSpec),
+  // The Database spec as it was when MyApp v1alpha1 was defined: the child is
+  // written at the Database's current version (children.ts converts), and this
+  // schema changes only with a MyApp version of its own.
+  database: Type.Optional(DatabaseSpecV1alpha1),
   cache: Type.Optional(CacheSpec),
   service: Type.Optional(
     Type.Object({

@@ -2,7 +2,7 @@ import type { V1Deployment, V1EnvVar, V1Service } from '@kubernetes/client-node'
 import { Cache } from '@regulon/cache-controller';
 import type { KubeObject } from '@regulon/client';
 import { contentHash, recommendedLabels } from '@regulon/conventions';
-import { Database } from '@regulon/database-controller';
+import { Database, databaseSpecToHub } from '@regulon/database-controller';
 import type { MyAppObject } from './api.ts';
 
 export const MAX_NAME_LENGTH = 40;
@@ -100,13 +100,14 @@ export function bindingsHash({ database, cache }: Bindings): string {
 export function desiredChildren(app: MyAppObject, bindings: Bindings | undefined): KubeObject[] {
   const { database, cache } = app.spec;
   const names = childNames(app);
-  // The templates in the MyApp's spec are the children's specs as they are.
+  // The templates in the MyApp's spec are the children's specs as they are (the
+  // Database's at the version MyApp v1alpha1 embeds, converted to the current one).
   return [
     ...(database
       ? [
           Database.object({
             metadata: { name: names.database, labels: labels(app, 'database') },
-            spec: database,
+            spec: databaseSpecToHub(database),
           }),
         ]
       : []),

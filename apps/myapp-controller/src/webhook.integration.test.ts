@@ -55,7 +55,7 @@ before(async () => {
   // collector deletes a Cache whose owner's uid is nobody's, and the test would race it.
   const other = await client.resource(MyApp).create(myapp('other'));
   await client.resource(Database).create({
-    apiVersion: 'regulon.dev/v1alpha1',
+    apiVersion: 'regulon.dev/v1beta1',
     kind: 'Database',
     metadata: { name: 'shop-db', namespace: ns },
     spec: { engine: 'postgres', version: '16.8', storage: { size: '1Gi' } },

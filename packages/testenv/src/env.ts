@@ -15,6 +15,12 @@ export const STATE_DIR_ENV = 'REGULON_TESTENV_DIR';
 export interface TestEnvOptions extends Partial<ControlPlaneOptions> {
   /** Print control-plane progress to stderr. */
   verbose?: boolean | undefined;
+  /**
+   * Start a control plane of its own even inside a test run (REGULON_TESTENV_DIR
+   * set): for a test that changes what every other test file shares and must
+   * not see changed, such as a shipped CRD's stored versions.
+   */
+  own?: boolean | undefined;
 }
 
 /** What a kubectl run printed, and how it exited. */
@@ -207,11 +213,12 @@ function readCRDs(dir: string): CustomResourceDefinition[] {
 
 /**
  * Returns a TestEnv: attached to the run's shared control plane when
- * REGULON_TESTENV_DIR is set, otherwise a new one in a temp directory.
+ * REGULON_TESTENV_DIR is set (unless `own`), otherwise a new one in a temp
+ * directory, stopped by `stop()`.
  */
 export async function start(options: TestEnvOptions = {}): Promise<TestEnv> {
   const log = options.verbose ? (l: string) => process.stderr.write(`[testenv] ${l}\n`) : options.log;
-  const shared = process.env[STATE_DIR_ENV];
+  const shared = options.own ? undefined : process.env[STATE_DIR_ENV];
   if (shared && ControlPlane.exists(shared)) {
     const cp = ControlPlane.attach(shared, log);
     if ((options.realNodes ?? 0) > 0) await cp.ensureRealNode();

@@ -22,7 +22,7 @@ import (
 
 const (
 	group                = "regulon.dev"
-	version              = "v1alpha1"
+	version              = "v1beta1"
 	kindDB               = "Database"
 	fieldOwner           = "regulon-database"
 	maxNameLen           = 45

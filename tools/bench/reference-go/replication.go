@@ -507,8 +507,10 @@ func (db *database) decideReplication(t topology, listed []corev1.Pod, clock *tr
 	if v, ok := toFloat(db.replicationSetting("failoverDelaySeconds")); ok {
 		failoverDelayS = v
 	}
-	if v, ok := toFloat(db.replicationSetting("maxLagBytes")); ok {
-		maxLag = v
+	if bounds, ok := db.replicationSetting("maxLag").(map[string]any); ok {
+		if v, ok := toFloat(bounds["bytes"]); ok {
+			maxLag = v
+		}
 	}
 	decided := plan(planInput{
 		replicas: db.replicas, members: members, topology: t, systemID: systemID,

@@ -23,7 +23,7 @@ import { repositoryOf } from './pgbackrest.ts';
 
 const database = (objectStore?: object): DatabaseObject =>
   ({
-    apiVersion: 'regulon.dev/v1alpha1',
+    apiVersion: 'regulon.dev/v1beta1',
     kind: 'Database',
     metadata: { name: 'orders', namespace: 'shop', uid: 'd1' },
     spec: {

@@ -42,7 +42,7 @@ const store = {
 
 function postgres(backup?: Record<string, unknown>): DatabaseObject {
   return {
-    apiVersion: 'regulon.dev/v1alpha1',
+    apiVersion: 'regulon.dev/v1beta1',
     kind: 'Database',
     metadata: { name: 'orders', namespace: 'shop', uid: 'u1', generation: 1 },
     spec: {

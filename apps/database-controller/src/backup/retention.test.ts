@@ -11,7 +11,7 @@ const store = { endpoint: 'https://s3.example.com', bucket: 'b', credentials: { 
 
 function db(retention?: RetentionPolicy, objectStore: typeof store | null = store): DatabaseObject {
   return {
-    apiVersion: 'regulon.dev/v1alpha1',
+    apiVersion: 'regulon.dev/v1beta1',
     kind: 'Database',
     metadata: { name: 'orders', namespace: 'shop', uid: 'd1', generation: 1 },
     spec: {

@@ -47,7 +47,7 @@ const DEFAULT_MAX_LAG_TRANSACTIONS = 1000;
  */
 const postgres: InstanceDriver = {
   lagUnit: 'bytes',
-  maxLag: (db) => BigInt(db.spec.replication?.maxLagBytes ?? DEFAULT_MAX_LAG_BYTES),
+  maxLag: (db) => BigInt(db.spec.replication?.maxLag?.bytes ?? DEFAULT_MAX_LAG_BYTES),
   async observe(e) {
     const { probe, formatLsn } = await import('../postgres/instance.ts');
     const p = await probe(e);
@@ -81,7 +81,7 @@ const postgres: InstanceDriver = {
 
 const mariadb: InstanceDriver = {
   lagUnit: 'transactions',
-  maxLag: (db) => BigInt(db.spec.replication?.maxLagTransactions ?? DEFAULT_MAX_LAG_TRANSACTIONS),
+  maxLag: (db) => BigInt(db.spec.replication?.maxLag?.transactions ?? DEFAULT_MAX_LAG_TRANSACTIONS),
   async observe(e) {
     const { probe, toServer } = await import('../mariadb/instance.ts');
     const p = await probe(e);

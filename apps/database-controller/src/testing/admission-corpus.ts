@@ -213,8 +213,10 @@ export const DATABASE_CASES: AdmissionCase[] = [
     form: 'synchronous with one instance',
     rejected: /synchronous replication needs replicas >= 2/,
   },
-  ...accepted('spec.replication.maxLagTransactions', 'a bound', [0, 50_000], { 'spec.engine': 'mariadb' }),
-  ...rejected('spec.replication.maxLagTransactions', 'negative', [-1], M.atLeast(0)),
+  ...accepted('spec.replication.maxLag.transactions', 'a bound', [0, 50_000], { 'spec.engine': 'mariadb' }),
+  ...rejected('spec.replication.maxLag.transactions', 'negative', [-1], M.atLeast(0)),
+  ...accepted('spec.replication.maxLag.bytes', 'a bound', [0, 1_073_741_824]),
+  ...rejected('spec.replication.maxLag.bytes', 'negative', [-1], M.atLeast(0)),
   ...rejected('spec.pvcRetentionPolicy', 'unknown policy', ['Keep', 'retain'], M.unsupported),
   ...rejected('spec.allowMajorVersionUpgrade', 'wrong type', ['yes'], M.type('boolean')),
 ];

@@ -30,11 +30,23 @@ import {
 import { parse, stringify } from 'yaml';
 import { parsePrometheusText, type Sample } from '../../../../packages/runtime/src/testing/prometheus.ts';
 import { ensureManagerImage, type ManagerImage } from '../../../../tools/manager-image/image.ts';
+import { CONTROLLERS } from '../controllers.ts';
 
 export const root = join(import.meta.dirname, '..', '..', '..', '..');
 /** --leader-election-id's default: the Lease keeps its name under a namePrefix. */
 export const LEASE = 'regulon-manager';
 export const SELECTOR = 'app.kubernetes.io/name=regulon-manager';
+
+const API_VERSIONS = new Map(
+  CONTROLLERS.flatMap((c) => c.kinds).map((k) => [k.crd().spec.names.plural, k.apiVersion]),
+);
+
+/** The path of a Regulon object, at the version the manager reads (`databases` → regulon.dev/v1beta1). */
+export function objectPath(namespace: string, plural: string, name = ''): string {
+  const apiVersion = API_VERSIONS.get(plural);
+  if (!apiVersion) throw new Error(`no Regulon kind is served as ${plural}`);
+  return `/apis/${apiVersion}/namespaces/${namespace}/${plural}${name ? `/${name}` : ''}`;
+}
 
 export const say = (line: string) => process.stderr.write(`[in-cluster] ${line}\n`);
 
