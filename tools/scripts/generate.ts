@@ -15,11 +15,11 @@ import {
   WebhookServer,
   caInjectionRules,
   configurationNames,
+  crdConversion,
   createLogger,
   webhookConfigurations,
   type CertificateSource,
 } from '@regulon/runtime';
-import { stringify } from 'yaml';
 import { syncGenerated, yamlDocument } from '@regulon/generate';
 import { deployFiles } from './manifests.ts';
 import { MANAGER, NAMESPACE } from './rbac.ts';
@@ -27,7 +27,23 @@ import { MANAGER, NAMESPACE } from './rbac.ts';
 const root = join(import.meta.dirname, '..', '..');
 const kinds = CONTROLLERS.flatMap((c) => c.kinds);
 const files = new Map<string, string>();
-for (const kind of kinds) files.set(join('deploy', 'crds', `${kind.crdName}.yaml`), crdYaml(kind));
+const crdFile = (name: string) => join('deploy', 'crds', `${name}.yaml`);
+for (const kind of kinds) files.set(crdFile(kind.crdName), crdYaml(kind));
+// A kind with several versions: its CRD serves them all, converted by the manager's
+// webhook through the Service the base installs.
+const conversion = crdConversion({
+  service: { namespace: NAMESPACE, name: String(OPTIONS.webhookServiceName.default), port: 443 },
+});
+for (const versioned of CONTROLLERS.flatMap((c) => c.versionedCRDs ?? [])) {
+  const crd = versioned(conversion);
+  const stored = crd.spec.versions.find((v) => v.storage)!.name;
+  if (!files.has(crdFile(crd.metadata.name)))
+    throw new Error(`${crd.metadata.name}: versionedCRDs names a CRD none of the controller's kinds has`);
+  files.set(
+    crdFile(crd.metadata.name),
+    crdYaml({ crd: () => crd, kind: crd.spec.names.kind, apiVersion: `${crd.spec.group}/${stored}` }),
+  );
+}
 for (const [file, content] of deployFiles([...files.keys()])) files.set(file, content);
 for (const [file, content] of webhookFiles()) files.set(file, content);
 
@@ -42,7 +58,8 @@ if (check && stale.length) {
 }
 for (const s of stale) console.log(`${s.reason === 'no longer generated' ? 'removed' : 'wrote'} ${s.path}`);
 
-// ---- deploy/webhook: the admission webhooks, an opt-in kustomize Component ----
+// ---- the webhook server: its Service and RBAC in the base (conversions), the
+// ---- admission webhooks' configurations in deploy/webhook, an opt-in kustomize Component ----
 
 /**
  * The webhooks the controllers register, read from their own setup functions
@@ -84,6 +101,17 @@ function webhookFiles(): Map<string, string> {
     clientConfig: { service: { namespace: NAMESPACE, name: service, port: 443 } },
     labels,
   });
+  /** A ClusterRole of CA injection rules (the same the manager's injection states it needs), bound to the manager. */
+  const caInjection = (name: string, rules: unknown[]) => [
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name, labels }, rules },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name, labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', name: MANAGER, namespace: NAMESPACE }],
+    },
+  ];
   const rbac = [
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -106,33 +134,23 @@ function webhookFiles(): Map<string, string> {
       },
       subjects: [{ kind: 'ServiceAccount', name: MANAGER, namespace: NAMESPACE }],
     },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRole',
-      metadata: { name: `${MANAGER}-webhook-ca-injection`, labels },
-      // The CA bundle is written into the manager's own two configurations and the CRDs it
-      // converts, and no other: the same rules the manager's CA injection states it needs.
-      rules: caInjectionRules({
-        validatingConfiguration: names.validating,
-        // Only where the controllers register a mutating webhook: none yet, so no access to one.
-        ...(server.definitions().some((d) => d.type === 'mutating')
-          ? { mutatingConfiguration: names.mutating }
-          : {}),
-        conversionCRDs: server.conversions().map((c) => c.crdName),
-      }),
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: `${MANAGER}-webhook-ca-injection`, labels },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: `${MANAGER}-webhook-ca-injection`,
-      },
-      subjects: [{ kind: 'ServiceAccount', name: MANAGER, namespace: NAMESPACE }],
-    },
+    ...caInjection(
+      `${MANAGER}-webhook-ca-injection`,
+      // The base: the CRDs the manager converts, and no other.
+      caInjectionRules({ conversionCRDs: server.conversions().map((c) => c.crdName) }),
+    ),
   ];
+  // deploy/webhook: the manager's own configurations, and no other. Only where the controllers
+  // register a mutating webhook does it get access to that one: none yet.
+  const admissionRbac = caInjection(
+    `${MANAGER}-webhook-admission-ca-injection`,
+    caInjectionRules({
+      validatingConfiguration: names.validating,
+      ...(server.definitions().some((d) => d.type === 'mutating')
+        ? { mutatingConfiguration: names.mutating }
+        : {}),
+    }),
+  );
   const svc = {
     apiVersion: 'v1',
     kind: 'Service',
@@ -147,45 +165,48 @@ function webhookFiles(): Map<string, string> {
   const component = {
     apiVersion: 'kustomize.config.k8s.io/v1alpha1',
     kind: 'Component',
-    resources: ['service.yaml', 'configurations.yaml', 'rbac.yaml'],
+    resources: ['configurations.yaml', 'rbac.yaml'],
     configurations: ['kustomizeconfig.yaml'],
-    patches: [
-      {
-        target: { kind: 'Deployment', name: MANAGER },
-        patch: stringify(
-          [
-            {
-              op: 'add',
-              path: '/spec/template/spec/containers/0/env/-',
-              value: { name: OPTIONS.webhookBindAddress.env, value: ':9443' },
-            },
-            {
-              op: 'add',
-              path: '/spec/template/spec/containers/0/ports/-',
-              value: { name: 'webhook', containerPort: 9443, protocol: 'TCP' },
-            },
-          ],
-          { lineWidth: 0, indent: 2, indentSeq: true, singleQuote: true },
-        ),
-      },
-    ],
   };
   return new Map([
     [
       dir('kustomization.yaml'),
-      `${header('')}# The admission webhooks (deploy/README.md, "Admission webhooks"). Opt in from an overlay:
+      `${header('')}# The admission webhooks (deploy/README.md, "Webhooks"). Opt in from an overlay:
 #   resources: [<path to deploy>]
 #   components: [<path to deploy>/webhook]
-# The manager then serves them on :9443 on every replica, makes its own CA and serving
-# certificate (Secret ${secret}) and injects the CA into the two configurations.
+# The base already runs the webhook server on :9443 on every replica behind the Service
+# ${service}, with the manager's own CA and serving certificate (Secret ${secret}): it serves
+# the CRDs' conversions. This adds the admission configurations, into which the manager
+# injects the same CA.
 ${yamlDocument(component)}`,
     ],
-    [dir('service.yaml'), `${header('')}${yaml([svc])}`],
+    [join('deploy', 'manager', 'webhook-service.yaml'), `${header('')}${yaml([svc])}`],
+    [join('deploy', 'rbac', 'webhook.yaml'), `${header('')}${yaml(rbac)}`],
+    [dir('rbac.yaml'), `${header('')}${yaml(admissionRbac)}`],
+    [
+      join('deploy', 'kustomizeconfig.yaml'),
+      `${header('')}# An overlay's namePrefix renames the webhook Service: the CRDs' conversion webhooks follow it
+# (kustomize follows their namespace by itself, not the name).
+${yamlDocument({
+  nameReference: [
+    {
+      kind: 'Service',
+      version: 'v1',
+      fieldSpecs: [
+        {
+          kind: 'CustomResourceDefinition',
+          group: 'apiextensions.k8s.io',
+          path: 'spec/conversion/webhook/clientConfig/service/name',
+        },
+      ],
+    },
+  ],
+})}`,
+    ],
     [
       dir('configurations.yaml'),
       `${header(" from the controllers' webhook registrations")}# No caBundle: the manager injects it (or cert-manager's CA injector, with --webhook-cert-dir).\n${yaml(configurations)}`,
     ],
-    [dir('rbac.yaml'), `${header('')}${yaml(rbac)}`],
     [
       dir('kustomizeconfig.yaml'),
       `${header('')}# An overlay's namePrefix renames the configurations: the CA injection's RBAC follows them.

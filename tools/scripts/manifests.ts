@@ -68,11 +68,14 @@ export function kustomizationYaml(crdFiles: readonly string[]): string {
       'rbac/service-account.yaml',
       RBAC_FILE,
       'rbac/bindings.yaml',
+      'rbac/webhook.yaml',
       'manager/deployment.yaml',
       'manager/service.yaml',
+      'manager/webhook-service.yaml',
       'manager/pdb.yaml',
     ],
     patches: [FLAGS_PATCH],
+    configurations: ['kustomizeconfig.yaml'],
   });
 }
 

@@ -4,6 +4,7 @@ import {
   DatabaseBackup,
   DATABASE_BACKUP_RBAC,
   DATABASE_RBAC,
+  databaseCRD,
   setupDatabaseController,
   setupDatabaseWebhooks,
 } from '@regulon/database-controller';
@@ -11,7 +12,7 @@ import type { KubeConfigSource } from '@regulon/client';
 import { MyApp, MYAPP_RBAC, setupMyAppController, setupMyAppWebhooks } from '@regulon/myapp-controller';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { Manager, WebhookServer } from '@regulon/runtime';
-import type { Kind } from '@regulon/crd';
+import type { CrdConversion, CustomResourceDefinition, Kind } from '@regulon/crd';
 // regulon:scaffold:controller-imports
 
 /**
@@ -47,7 +48,17 @@ export interface ControllerRegistration {
    * Leader election's Lease is the manager's, not a controller's.
    */
   rbac: readonly PolicyRule[];
-  /** Its admission webhooks, registered on the manager's webhook server when one runs (--webhook-bind-address). */
+  /**
+   * Its kinds that have several versions: each a CRD serving them all,
+   * converted by the manager's webhook server at `conversion`. It replaces the
+   * kind's one-version CRD in deploy/crds.
+   */
+  versionedCRDs?: ReadonlyArray<(conversion: CrdConversion) => CustomResourceDefinition>;
+  /**
+   * Its webhooks, registered on the manager's webhook server when one runs
+   * (--webhook-bind-address): conversions, and admission webhooks that the
+   * configurations of deploy/webhook turn on.
+   */
   webhooks?: (server: WebhookServer) => void;
 }
 
@@ -59,6 +70,7 @@ export const CONTROLLERS: readonly ControllerRegistration[] = [
     kinds: [Database, DatabaseBackup],
     setup: (mgr, options) => setupDatabaseController(mgr, { ...options, backups: true }),
     rbac: [...DATABASE_RBAC, ...DATABASE_BACKUP_RBAC],
+    versionedCRDs: [databaseCRD],
     webhooks: setupDatabaseWebhooks,
   },
   {

@@ -107,12 +107,36 @@ test('the API server calls the webhooks through their Service, with the CA the m
   say(`webhook requests per manager Pod: ${served.join(', ')}`);
 });
 
-test('the manager scaled to zero: a Database is refused (failurePolicy Fail), a MyApp admitted (Ignore); scaled back, Databases are admitted again', async () => {
+test('the manager scaled to zero: a Database is refused (failurePolicy Fail), a MyApp admitted (Ignore), v1alpha1 reads fail while v1beta1 reads work; scaled back, Databases are admitted again', async () => {
   const policies = Object.fromEntries((await configuration()).webhooks.map((w) => [w.name, w.failurePolicy]));
   assert.deepEqual(policies, { 'vdatabase.regulon.dev': 'Fail', 'vmyapp.regulon.dev': 'Ignore' });
 
+  // A Database to read at both versions: v1alpha1 needs the conversion webhook, v1beta1 (stored) nothing.
+  const readAt = (version: string) =>
+    inst.kubectl.run('get', `databases.${version}.regulon.dev`, 'stored', '-n', inst.workload, '-o', 'name');
+  assert.equal((await applyDatabase('stored')).code, 0);
+  await eventually(
+    'stored read as v1alpha1 through the conversion webhook',
+    async () => (await readAt('v1alpha1')).code === 0,
+    60_000,
+    500,
+  );
+
   await inst.kubectl.ok('scale', 'deployment', inst.deployment, '-n', inst.namespace, '--replicas=0');
   await eventually('no manager Pod left', async () => (await inst.allPods()).length === 0, 120_000, 500);
+
+  // No manager, no conversions: the stored version still reads, the other is an error that says why.
+  assert.equal((await readAt('v1beta1')).code, 0, 'v1beta1 reads without the manager');
+  const unconverted = await eventually(
+    'a v1alpha1 read fails while no manager runs',
+    async () => {
+      const r = await readAt('v1alpha1');
+      return r.code !== 0 ? r : undefined;
+    },
+    30_000,
+    500,
+  );
+  assert.match(unconverted.stderr, /conversion webhook for regulon\.dev\/v1beta1, Kind=Database failed/);
 
   const refused = await eventually(
     'a Database refused while no manager runs',

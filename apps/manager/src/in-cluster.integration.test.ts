@@ -112,6 +112,65 @@ test('deploy/ applied with the image from the Dockerfile: both replicas Ready th
     assert.equal(p.spec.nodeName, 'real-node-0', `${p.metadata.name} on the real node`);
 });
 
+test("a Database read and written as v1alpha1: the API server converts through the base install's webhook Service, with the CA the manager injected", async () => {
+  const crd = await inst.kubectl.json<{
+    spec: {
+      conversion: {
+        strategy: string;
+        webhook: { clientConfig: { service: { namespace: string; name: string } } };
+      };
+    };
+  }>('get', 'crd', 'databases.regulon.dev');
+  assert.equal(crd.spec.conversion.strategy, 'Webhook');
+  assert.deepEqual(crd.spec.conversion.webhook.clientConfig.service, {
+    namespace: inst.namespace,
+    name: `${inst.prefix}regulon-webhook`,
+    path: '/convert',
+    port: 443,
+  });
+  // Until the manager has injected its CA into the CRD the API server cannot call it.
+  const asAlpha = await eventually(
+    'orders read as v1alpha1',
+    async () => {
+      const r = await inst.kubectl.run(
+        'get',
+        'databases.v1alpha1.regulon.dev',
+        'orders',
+        '-n',
+        inst.workload,
+        '-o',
+        'json',
+      );
+      return r.code === 0
+        ? (JSON.parse(r.stdout) as { apiVersion: string; spec: Record<string, unknown> })
+        : undefined;
+    },
+    60_000,
+    500,
+  );
+  assert.equal(asAlpha.apiVersion, 'regulon.dev/v1alpha1');
+  // A write through v1alpha1 is stored as v1beta1: the bound moves under maxLag.
+  await inst.kubectl.ok(
+    'patch',
+    'databases.v1alpha1.regulon.dev',
+    'orders',
+    '-n',
+    inst.workload,
+    '--type=merge',
+    '-p',
+    JSON.stringify({ spec: { replication: { maxLagBytes: 33_554_432 } } }),
+  );
+  const hub = await inst.get<{
+    spec: { replication?: { maxLag?: { bytes?: number }; maxLagBytes?: number } };
+  }>(objectPath(inst.workload, 'databases', 'orders'));
+  assert.equal(hub.spec.replication?.maxLag?.bytes, 33_554_432);
+  assert.equal(hub.spec.replication?.maxLagBytes, undefined);
+  const pods = await inst.pods();
+  const served = await Promise.all(pods.map((p) => metric(p, 'controller_runtime_webhook_requests_total')));
+  say(`conversion requests per manager Pod: ${served.join(', ')}`);
+  assert.ok(served.reduce((a, b) => a + b, 0) > 0, 'the manager Pods served the conversions');
+});
+
 test('the replicated Database: its primary Pod deleted, the manager in its Pod promotes a replica over the Pod network', async () => {
   const before = await eventually(
     'orders Ready with every instance serving',

@@ -12,7 +12,7 @@ export const OPTIONS = defineOptions({
     type: 'string',
     default: '0',
     description:
-      'Address of the admission webhooks (HTTPS; :9443 is the usual port); 0 serves none. deploy/webhook turns them on',
+      'Address of the webhook server: CRD conversions and admission (HTTPS; :9443 is the usual port); 0 serves none. deploy/ sets :9443',
   },
   webhookCertDir: {
     flag: 'webhook-cert-dir',

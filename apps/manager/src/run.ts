@@ -61,6 +61,8 @@ function webhookServer(
         },
         validatingConfiguration: names.validating,
         mutatingConfiguration: names.mutating,
+        // On the host the API server dials a URL, through no Service.
+        ...(inCluster(env) ? { service: { namespace, name: service } } : {}),
         logger: log,
       });
   return new WebhookServer(mgr, { bindAddress: config.webhookBindAddress, certificates });

@@ -171,6 +171,8 @@ export interface KustomizationOptions {
   resources: readonly string[];
   /** Patch files applied to them. */
   patches?: readonly string[] | undefined;
+  /** Transformer configuration files (kustomize `configurations`), such as name references kustomize does not know. */
+  configurations?: readonly string[] | undefined;
 }
 
 export function kustomizationYaml(options: KustomizationOptions): string {
@@ -181,6 +183,7 @@ export function kustomizationYaml(options: KustomizationOptions): string {
     ...(options.partOf ? { labels: [{ pairs: { 'app.kubernetes.io/part-of': options.partOf } }] } : {}),
     resources: [...options.resources],
     ...(options.patches?.length ? { patches: options.patches.map((path) => ({ path })) } : {}),
+    ...(options.configurations?.length ? { configurations: [...options.configurations] } : {}),
   };
   return `${options.header}${yamlDocument(k)}`;
 }

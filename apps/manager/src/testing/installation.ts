@@ -140,8 +140,8 @@ export interface InstallOptions {
    */
   engines?: 'simulated' | 'real';
   /**
-   * Also deploy/webhook: the admission webhooks behind their Service, the
-   * manager's own certificates. The overlay limits them to the workload
+   * Also deploy/webhook: the admission webhooks, behind the webhook Service
+   * the base installs for conversions. The overlay limits them to the workload
    * namespace (the only one this manager watches), so that other tests'
    * objects elsewhere never reach them.
    */
@@ -203,12 +203,8 @@ export class Installation {
       { name: 'REGULON_NAMESPACE', value: this.workload },
       // The names the overlay's namePrefix gave the Service and the configurations (the Secret's
       // name is the manager's to choose, and the RBAC names it unprefixed).
-      ...(webhooks
-        ? [
-            { name: 'REGULON_WEBHOOK_SERVICE_NAME', value: `${this.prefix}regulon-webhook` },
-            { name: 'REGULON_WEBHOOK_CONFIGURATION_PREFIX', value: `${this.prefix}regulon` },
-          ]
-        : []),
+      { name: 'REGULON_WEBHOOK_SERVICE_NAME', value: `${this.prefix}regulon-webhook` },
+      { name: 'REGULON_WEBHOOK_CONFIGURATION_PREFIX', value: `${this.prefix}regulon` },
       ...(this.options.env ?? []),
     ];
     const components = [

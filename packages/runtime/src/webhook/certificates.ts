@@ -8,6 +8,7 @@ import {
   Kinds,
   isAlreadyExists,
   isConflict,
+  isForbidden,
   isNotFound,
   type KubeClient,
   type KubeObject,
@@ -185,6 +186,14 @@ export interface ManagedCertificatesOptions {
    */
   validatingConfiguration?: string | undefined;
   mutatingConfiguration?: string | undefined;
+  /**
+   * The Service the API server calls this server through, when it does: a
+   * CRD whose conversion webhook names another Service (or a URL) belongs to
+   * another installation of the same CRDs, and gets no bundle from this one.
+   * Two managers injecting their own CA into one CRD would each break the
+   * other's conversions at every check.
+   */
+  service?: { namespace: string; name: string } | undefined;
   caValidityMs?: number | undefined;
   certValidityMs?: number | undefined;
   /** Replace a certificate (or the CA) when it has less than this left; capped at half its validity. */
@@ -464,11 +473,15 @@ export class ManagedCertificates implements CertificateSource {
     try {
       config = await resource.get(name);
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      // An installation without admission webhooks may grant no access to their configurations
+      // either: the server still serves conversions, so neither case stops it.
+      if (!isNotFound(err) && !isForbidden(err)) throw err;
       this.#warnOnce(
         `${type.kind}/${name}`,
         { configuration: name, kind: type.kind },
-        'webhook configuration not found; no CA bundle injected',
+        isNotFound(err)
+          ? 'webhook configuration not found; no CA bundle injected'
+          : 'no access to the webhook configuration (its RBAC comes with the admission webhooks); no CA bundle injected',
       );
       return;
     }
@@ -506,6 +519,19 @@ export class ManagedCertificates implements CertificateSource {
         `CustomResourceDefinition/${name}/strategy`,
         { crd: name, strategy: conversion?.strategy ?? 'None' },
         'CustomResourceDefinition has no webhook conversion; no CA bundle injected',
+      );
+      return;
+    }
+    const own = this.#o.service;
+    const target = conversion.webhook.clientConfig.service;
+    if (own && (target?.namespace !== own.namespace || target.name !== own.name)) {
+      this.#warnOnce(
+        `CustomResourceDefinition/${name}/service`,
+        {
+          crd: name,
+          service: target ? `${target.namespace}/${target.name}` : conversion.webhook.clientConfig.url,
+        },
+        "CustomResourceDefinition's conversion webhook is another installation's; no CA bundle injected",
       );
       return;
     }

@@ -295,6 +295,33 @@ test('a CA bundle removed from the CRD is injected again, and conversion works a
   assert.deepEqual(disk.spec, { size: '20Gi' });
 });
 
+test('a manager of another installation, whose Service the CRD does not name, injects nothing into it', async () => {
+  const other = new ManagedCertificates({
+    client: mgr.client,
+    namespace: ns,
+    secretName: 'other-installation-certs',
+    names: { dnsNames: ['regulon-webhook.elsewhere.svc'], ipAddresses: [] },
+    service: { namespace: 'elsewhere', name: 'regulon-webhook' },
+  });
+  const stop = new AbortController();
+  try {
+    // start() ends with one whole check: certificates made and every bundle injected where it is due.
+    await other.start(stop.signal, () => undefined, { conversionCRDs: [DiskV2.crdName] });
+    await other.ensure();
+  } finally {
+    stop.abort();
+  }
+  const secret = await client.resource(Kinds.Secret).get('other-installation-certs', { namespace: ns });
+  const otherCA = parseBundle(Buffer.from(secret.data?.['ca.crt'] ?? '', 'base64').toString())[0]!;
+  const injected = parseBundle(Buffer.from((await injectedBundle()) ?? '', 'base64').toString());
+  assert.ok(injected.length > 0, 'the CRD keeps a bundle');
+  assert.ok(
+    injected.every((ca) => ca.fingerprint256 !== otherCA.fingerprint256),
+    "the other installation's CA is not in the CRD",
+  );
+  assert.deepEqual((await disksV1().get('classy', { namespace: ns })).spec, { size: '20Gi' });
+});
+
 test('a Disk v1 cannot represent is an API error naming the Disk and why, for a get, a list and kubectl', async () => {
   await disksV2().create(v2Disk('small', { size: '500Mi' }));
   const why =
