@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
 import { eventually } from '@regulon/testenv';
-import { MANAGER_NODE_FLAGS, managerMain } from './manager-build.ts';
+import { managerCommand, managerUnbundledCommand } from './manager-build.ts';
 import { parsePrometheusText, type Sample } from './prom-text.ts';
 
 export type SubjectName = 'regulon' | 'controller-runtime' | 'floor';
@@ -108,8 +108,8 @@ function spawnLogged(cmd: string, args: string[], logFile: string, env: NodeJS.P
 }
 
 /**
- * Starts the Regulon manager (Database controller only, compiled: `buildManager`
- * first) or the controller-runtime reference.
+ * Starts the Regulon manager (Database controller only, bundled as its image
+ * runs it: `buildManager` first) or the controller-runtime reference.
  */
 export function startManager(subject: 'regulon' | 'controller-runtime', o: SubjectOptions): Subject {
   const fd = openSync(o.logFile, 'a');
@@ -131,11 +131,13 @@ export function startManager(subject: 'regulon' | 'controller-runtime', o: Subje
         ? spawn(
             process.execPath,
             [
-              // As the image runs it: compiled, from dist/ (buildManager first).
-              ...MANAGER_NODE_FLAGS,
               // e.g. REGULON_BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the manager.
               ...(process.env['REGULON_BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? []),
-              managerMain(o.root),
+              // As the image runs it: the bundle of the compiled manager (buildManager first).
+              // REGULON_BENCH_MANAGER=unbundled runs the same compiled code unbundled, to compare.
+              ...(process.env['REGULON_BENCH_MANAGER'] === 'unbundled'
+                ? managerUnbundledCommand(o.root)
+                : managerCommand(o.root)),
               ...common,
               '--database-concurrency',
               String(o.concurrency),
