@@ -12,6 +12,7 @@ import { ALERTS } from './alerts.ts';
 import { DASHBOARD_ROWS } from './dashboards.ts';
 import { controllerEnv, FLAGS_PATCH, RBAC_FILE } from './manifests.ts';
 import { ALLOWED_VERBS, LEADER_ELECTION_RULES, mergeRules, validateRules, type PolicyRule } from './rbac.ts';
+import { MANAGER_NODE_FLAGS } from '../bench/harness/manager-build.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const deploy = (p: string) => join(root, 'deploy', p);
@@ -132,6 +133,13 @@ test('the image: multi-stage, production dependencies only, non-root, tini, ever
     finalStage,
     /^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", (?:"--[\w-]+=\w+", )*"apps\/manager\/dist\/bundle\/main.js"\]$/m,
   );
+  // The benchmark runs the manager with the image's Node flags, so it measures what ships.
+  const entrypointFlags = [
+    ...(/^ENTRYPOINT \[.*"node", ((?:"--[\w-]+=\w+", )*)"apps/m.exec(finalStage)?.[1] ?? '').matchAll(
+      /"([^"]+)"/g,
+    ),
+  ].map((m) => m[1]!);
+  assert.deepEqual(entrypointFlags, [...MANAGER_NODE_FLAGS]);
   const managerScripts = (
     JSON.parse(readFileSync(join(root, 'apps', 'manager', 'package.json'), 'utf8')) as {
       scripts: Record<string, string>;

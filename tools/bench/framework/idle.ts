@@ -112,11 +112,12 @@ export async function measureIdle(c: IdleConfig): Promise<IdleRow[]> {
       from: 'bundle' | 'dist' | 'source' = 'bundle',
     ) => {
       const [metrics, health] = (await freePorts(2)) as [number, number];
+      // The bundle and dist/ run with the image's Node flags (MANAGER_NODE_FLAGS), `nodeFlags` after them.
       const script =
         from === 'bundle'
-          ? [...nodeFlags, ...managerCommand(c.root)]
+          ? managerCommand(c.root, nodeFlags)
           : from === 'dist'
-            ? [...nodeFlags, ...managerUnbundledCommand(c.root)]
+            ? managerUnbundledCommand(c.root, nodeFlags)
             : [...nodeFlags, join(c.root, 'apps', 'manager', 'src', 'main.ts')];
       const child = spawn(
         process.execPath,
@@ -153,8 +154,8 @@ export async function measureIdle(c: IdleConfig): Promise<IdleRow[]> {
     );
     await manager('Regulon manager, Database controller, compiled, unbundled', [], 'database', 'dist');
     await manager('Regulon manager, Database controller', [], 'database');
-    // What a smaller V8 young generation saves at rest (the flag is the operator's choice: NODE_OPTIONS).
-    for (const mib of [1, 2, 4])
+    // The image's semi-spaces (4 MiB) against V8's default (16) and smaller ones.
+    for (const mib of [16, 2, 1])
       await manager(
         `Regulon manager, Database controller, --max-semi-space-size=${mib}`,
         [`--max-semi-space-size=${mib}`],

@@ -17,14 +17,32 @@ const execFileAsync = promisify(execFile);
  */
 export const DIST_NODE_FLAGS = ['--conditions=regulon-dist'] as const;
 
-/** Node's arguments that start the manager as its image does: the bundle. */
-export function managerCommand(root: string): string[] {
-  return [join(root, 'apps', 'manager', 'dist', 'bundle', 'main.js')];
+/**
+ * Node's flags on the image's command line (apps/manager/Dockerfile's
+ * ENTRYPOINT; keep the two the same): V8 semi-spaces of 4 MiB rather than
+ * the default 16, which took about 13 MiB off the bundled manager's peak RSS
+ * at N = 100 and 115 MiB at N = 1,000 for no CPU the runs could tell apart
+ * (tools/bench/results/memory-floor.md).
+ */
+export const MANAGER_NODE_FLAGS = ['--max-semi-space-size=4'] as const;
+
+/**
+ * Node's arguments that start the manager as its image does: the bundle, with
+ * the image's Node flags. `nodeFlags` come after those, so a flag given again
+ * there (`--max-semi-space-size=16`) overrides the image's: V8 takes the last.
+ */
+export function managerCommand(root: string, nodeFlags: readonly string[] = []): string[] {
+  return [...MANAGER_NODE_FLAGS, ...nodeFlags, join(root, 'apps', 'manager', 'dist', 'bundle', 'main.js')];
 }
 
-/** The same manager compiled but not bundled, as the image ran it before the bundle. */
-export function managerUnbundledCommand(root: string): string[] {
-  return [...DIST_NODE_FLAGS, join(root, 'apps', 'manager', 'dist', 'main.js')];
+/** The same manager compiled but not bundled, as the image ran it before the bundle (with its flags). */
+export function managerUnbundledCommand(root: string, nodeFlags: readonly string[] = []): string[] {
+  return [
+    ...MANAGER_NODE_FLAGS,
+    ...DIST_NODE_FLAGS,
+    ...nodeFlags,
+    join(root, 'apps', 'manager', 'dist', 'main.js'),
+  ];
 }
 
 /**
