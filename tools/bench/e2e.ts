@@ -14,7 +14,7 @@
 // --apiserver-profile takes a CPU profile of the API server for SECONDS once the
 // creates are done, into the run's work directory (`go tool pprof -top FILE`).
 // Writes DIR/results.json, DIR/results.md and DIR/time-to-ready.png (default tools/bench/results).
-// The Regulon manager runs compiled, as its image does (./harness/manager-build.ts).
+// The Regulon manager runs bundled, as its image does (./harness/manager-build.ts).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';

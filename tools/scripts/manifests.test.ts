@@ -12,6 +12,7 @@ import { ALERTS } from './alerts.ts';
 import { DASHBOARD_ROWS } from './dashboards.ts';
 import { controllerEnv, FLAGS_PATCH, RBAC_FILE } from './manifests.ts';
 import { ALLOWED_VERBS, LEADER_ELECTION_RULES, mergeRules, validateRules, type PolicyRule } from './rbac.ts';
+import { MANAGER_NODE_FLAGS } from '../bench/harness/manager-build.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const deploy = (p: string) => join(root, 'deploy', p);
@@ -114,7 +115,7 @@ test('the Deployment carries every controller feature flag, and the kustomizatio
   assert.ok(!k.resources.some((r) => r.startsWith('monitoring')), 'monitoring stays out of the base');
 });
 
-test('the image: multi-stage, production dependencies only, non-root, tini, and every package the manager imports, compiled', () => {
+test('the image: multi-stage, production dependencies only, non-root, tini, every package the manager imports compiled, and the manager bundled', () => {
   const dockerfile = readFileSync(join(root, 'apps', 'manager', 'Dockerfile'), 'utf8');
   const froms = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]!);
   assert.ok(froms.length >= 2, 'multi-stage');
@@ -127,11 +128,24 @@ test('the image: multi-stage, production dependencies only, non-root, tini, and 
     /^USER [1-9]\d*:[1-9]\d*$/m,
     'numeric non-root user, so runAsNonRoot can verify it',
   );
-  // Compiled: the exports condition that selects each package's dist/, and the compiled entry point.
+  // Bundled: the manager's build bundles its compiled entry point (apps/manager/bundle.ts), and the image runs that.
   assert.match(
     finalStage,
-    /^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", "--conditions=regulon-dist", (?:"--[\w-]+=\w+", )*"apps\/manager\/dist\/main.js"\]$/m,
+    /^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node", (?:"--[\w-]+=\w+", )*"apps\/manager\/dist\/bundle\/main.js"\]$/m,
   );
+  // The benchmark runs the manager with the image's Node flags, so it measures what ships.
+  const entrypointFlags = [
+    ...(/^ENTRYPOINT \[.*"node", ((?:"--[\w-]+=\w+", )*)"apps/m.exec(finalStage)?.[1] ?? '').matchAll(
+      /"([^"]+)"/g,
+    ),
+  ].map((m) => m[1]!);
+  assert.deepEqual(entrypointFlags, [...MANAGER_NODE_FLAGS]);
+  const managerScripts = (
+    JSON.parse(readFileSync(join(root, 'apps', 'manager', 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    }
+  ).scripts;
+  assert.match(managerScripts['build']!, /^tsc -p tsconfig\.build\.json && node bundle\.ts$/);
   assert.doesNotMatch(finalStage, /src/, 'no TypeScript sources in the image');
 
   // Every workspace package the manager depends on, transitively, is built and is in a directory the image copies.

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually, freePorts } from '@regulon/testenv';
-import { MANAGER_NODE_FLAGS, managerMain } from '../harness/manager-build.ts';
+import { DIST_NODE_FLAGS, managerCommand, managerUnbundledCommand } from '../harness/manager-build.ts';
 import { processStats } from '../harness/process-stats.ts';
 
 /** How long a process sits idle after it is ready before its RSS is read: timers and lazy init settle. */
@@ -101,20 +101,24 @@ export async function measureIdle(c: IdleConfig): Promise<IdleRow[]> {
     };
     await node('node -e (nothing loaded)', []);
     for (const m of MODULES) await node(`node + ${m}`, [m]);
-    for (const m of WORKSPACE_MODULES) await node(`node + ${m}, compiled`, [m], MANAGER_NODE_FLAGS);
+    for (const m of WORKSPACE_MODULES) await node(`node + ${m}, compiled`, [m], DIST_NODE_FLAGS);
 
-    // The manager runs compiled, as its image does; `source` runs apps/manager/src/main.ts instead.
+    // The manager runs bundled, as its image does; `dist` is the compiled
+    // manager unbundled, `source` apps/manager/src/main.ts.
     const manager = async (
       what: string,
       nodeFlags: string[],
       controllers: 'database' | 'all',
-      from: 'dist' | 'source' = 'dist',
+      from: 'bundle' | 'dist' | 'source' = 'bundle',
     ) => {
       const [metrics, health] = (await freePorts(2)) as [number, number];
+      // The bundle and dist/ run with the image's Node flags (MANAGER_NODE_FLAGS), `nodeFlags` after them.
       const script =
-        from === 'dist'
-          ? [...MANAGER_NODE_FLAGS, ...nodeFlags, managerMain(c.root)]
-          : [...nodeFlags, join(c.root, 'apps', 'manager', 'src', 'main.ts')];
+        from === 'bundle'
+          ? managerCommand(c.root, nodeFlags)
+          : from === 'dist'
+            ? managerUnbundledCommand(c.root, nodeFlags)
+            : [...nodeFlags, join(c.root, 'apps', 'manager', 'src', 'main.ts')];
       const child = spawn(
         process.execPath,
         [
@@ -148,7 +152,16 @@ export async function measureIdle(c: IdleConfig): Promise<IdleRow[]> {
       'database',
       'source',
     );
+    await manager('Regulon manager, Database controller, compiled, unbundled', [], 'database', 'dist');
     await manager('Regulon manager, Database controller', [], 'database');
+    // The image's semi-spaces (4 MiB) against V8's default (16) and smaller ones.
+    for (const mib of [16, 2, 1])
+      await manager(
+        `Regulon manager, Database controller, --max-semi-space-size=${mib}`,
+        [`--max-semi-space-size=${mib}`],
+        'database',
+      );
+    await manager('Regulon manager, every controller, compiled, unbundled', [], 'all', 'dist');
     await manager('Regulon manager, every controller', [], 'all');
     // What the manager cost when the SDK was loaded at start whatever the configuration.
     await manager(

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { eventually } from '@regulon/testenv';
-import { MANAGER_NODE_FLAGS, managerMain } from './manager-build.ts';
+import { managerCommand, managerUnbundledCommand } from './manager-build.ts';
 import { parsePrometheusText, type Sample } from './prom-text.ts';
 
 export type SubjectName = 'regulon' | 'controller-runtime' | 'floor';
@@ -107,11 +108,20 @@ function spawnLogged(cmd: string, args: string[], logFile: string, env: NodeJS.P
   }
 }
 
+/** The manager's command line: the bundle, unless REGULON_BENCH_MANAGER asks for another build. */
+function managerVariant(root: string, nodeFlags: readonly string[]): string[] {
+  const variant = process.env['REGULON_BENCH_MANAGER'];
+  if (variant === 'unbundled') return managerUnbundledCommand(root, nodeFlags);
+  if (variant?.endsWith('.js')) return [...managerCommand(root, nodeFlags).slice(0, -1), resolve(variant)];
+  return managerCommand(root, nodeFlags);
+}
+
 /**
- * Starts the Regulon manager (Database controller only, compiled: `buildManager`
- * first) or the controller-runtime reference.
+ * Starts the Regulon manager (Database controller only, bundled as its image
+ * runs it: `buildManager` first) or the controller-runtime reference.
  */
 export function startManager(subject: 'regulon' | 'controller-runtime', o: SubjectOptions): Subject {
+  const benchNodeFlags = process.env['REGULON_BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? [];
   const fd = openSync(o.logFile, 'a');
   try {
     const common = [
@@ -131,11 +141,14 @@ export function startManager(subject: 'regulon' | 'controller-runtime', o: Subje
         ? spawn(
             process.execPath,
             [
-              // As the image runs it: compiled, from dist/ (buildManager first).
-              ...MANAGER_NODE_FLAGS,
-              // e.g. REGULON_BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the manager.
-              ...(process.env['REGULON_BENCH_NODE_FLAGS']?.split(' ').filter(Boolean) ?? []),
-              managerMain(o.root),
+              // As the image runs it: the bundle of the compiled manager (buildManager first)
+              // with the image's Node flags. REGULON_BENCH_MANAGER=unbundled runs the same
+              // compiled code unbundled, and REGULON_BENCH_MANAGER=DIR/main.js a bundle
+              // saved elsewhere (a copy of an earlier build), to compare. REGULON_BENCH_NODE_FLAGS
+              // come after the image's flags, so they add to them (e.g. "--cpu-prof
+              // --cpu-prof-dir=/tmp/prof" to profile the manager) or override them
+              // (--max-semi-space-size=16: V8's default).
+              ...managerVariant(o.root, benchNodeFlags),
               ...common,
               '--database-concurrency',
               String(o.concurrency),

@@ -428,7 +428,7 @@ export class Installation {
 
   /**
    * Sends `signal` to the manager's Node process in `pod` (tini is PID 1, node
-   * its child, with the image's Node flags before apps/manager/dist/main.js;
+   * its child, with the image's Node flags before apps/manager/dist/bundle/main.js;
    * sh, tr and /proc are all the image has for finding it). Returns the PID
    * signalled.
    */
@@ -441,7 +441,7 @@ export class Installation {
       '--',
       'sh',
       '-c',
-      `for p in /proc/[0-9]*; do case "$(tr "\\0" " " <"$p/cmdline" 2>/dev/null)" in "node "*"apps/manager/dist/main.js"*) kill -${signal} "\${p#/proc/}" && echo "\${p#/proc/}" ;; esac; done`,
+      `for p in /proc/[0-9]*; do case "$(tr "\\0" " " <"$p/cmdline" 2>/dev/null)" in "node "*"apps/manager/dist/bundle/main.js"*) kill -${signal} "\${p#/proc/}" && echo "\${p#/proc/}" ;; esac; done`,
     );
     assert.match(out, /^\d+\s*$/, `one node process signalled: ${JSON.stringify(out)}`);
     return Number(out.trim());

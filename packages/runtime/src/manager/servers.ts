@@ -1,6 +1,12 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+
+// Not `import { createServer } from 'node:http'`: Node's ES module wrapper of
+// node:http reads every export, and its WebSocket, CloseEvent and MessageEvent
+// getters load Node's copy of undici, which the manager never uses (2.4 MiB of
+// heap, 7.7 MiB RSS; tools/bench/results/memory-floor.md).
+const { createServer } = process.getBuiltinModule('node:http');
 
 export type Check = () => { ok: boolean; detail?: string };
 
