@@ -101,8 +101,8 @@ function webhookFiles(): Map<string, string> {
     clientConfig: { service: { namespace: NAMESPACE, name: service, port: 443 } },
     labels,
   });
-  /** A ClusterRole of CA injection rules (the same the manager's injection states it needs), bound to the manager. */
-  const caInjection = (name: string, rules: unknown[]) => [
+  /** A ClusterRole of `rules`, bound to the manager. */
+  const clusterRole = (name: string, rules: unknown[]) => [
     { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name, labels }, rules },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -112,6 +112,7 @@ function webhookFiles(): Map<string, string> {
       subjects: [{ kind: 'ServiceAccount', name: MANAGER, namespace: NAMESPACE }],
     },
   ];
+  const converted = server.conversions().map((c) => c.crdName);
   const rbac = [
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -134,15 +135,32 @@ function webhookFiles(): Map<string, string> {
       },
       subjects: [{ kind: 'ServiceAccount', name: MANAGER, namespace: NAMESPACE }],
     },
-    ...caInjection(
+    ...clusterRole(
       `${MANAGER}-webhook-ca-injection`,
-      // The base: the CRDs the manager converts, and no other.
-      caInjectionRules({ conversionCRDs: server.conversions().map((c) => c.crdName) }),
+      // The base: the CRDs the manager converts, and no other (the same rules its injection states it needs).
+      caInjectionRules({ conversionCRDs: converted }),
     ),
+    // The manager moves what earlier versions stored to the storage version (StorageVersionMigrator):
+    // it reads the CRDs it converts and trims their status.storedVersions. The objects it rewrites
+    // with a patch, which the controllers' own rules allow.
+    ...clusterRole(`${MANAGER}-storage-version-migration`, [
+      {
+        apiGroups: ['apiextensions.k8s.io'],
+        resources: ['customresourcedefinitions'],
+        resourceNames: converted,
+        verbs: ['get'],
+      },
+      {
+        apiGroups: ['apiextensions.k8s.io'],
+        resources: ['customresourcedefinitions/status'],
+        resourceNames: converted,
+        verbs: ['patch'],
+      },
+    ]),
   ];
   // deploy/webhook: the manager's own configurations, and no other. Only where the controllers
   // register a mutating webhook does it get access to that one: none yet.
-  const admissionRbac = caInjection(
+  const admissionRbac = clusterRole(
     `${MANAGER}-webhook-admission-ca-injection`,
     caInjectionRules({
       validatingConfiguration: names.validating,

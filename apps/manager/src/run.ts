@@ -7,6 +7,7 @@ import {
   ListenError,
   ManagedCertificates,
   Manager,
+  StorageVersionMigrator,
   WebhookListenError,
   WebhookServer,
   configurationNames,
@@ -106,7 +107,19 @@ export async function run(
     config.webhookBindAddress !== '0' && config.webhookBindAddress !== ''
       ? webhookServer(mgr, config, env, client)
       : undefined;
-  if (webhooks) for (const { controller } of enabled) controller.webhooks?.(webhooks);
+  if (webhooks) {
+    for (const { controller } of enabled) controller.webhooks?.(webhooks);
+    // The kinds it converts: objects an earlier version stored move to the storage version.
+    const crdNames = webhooks.conversions().map((c) => c.crdName);
+    if (crdNames.length > 0)
+      mgr.add(
+        new StorageVersionMigrator({
+          client,
+          crdNames,
+          logger: mgr.logger.child({ component: 'storage-version-migrator' }),
+        }),
+      );
+  }
   if (webhooks && config.webhookUrl) {
     // The host case: no deploy/ manifest knows this URL, so the manager registers it.
     try {

@@ -201,4 +201,5 @@ export { jsonPatch, applyJsonPatch } from './webhook/patch.ts';
 export type { JsonPatchOperation } from './webhook/patch.ts';
 export { webhookMetrics, WEBHOOK_LATENCY_BUCKETS } from './webhook/metrics.ts';
 export { migrateStorageVersion } from './storage-version/migrate.ts';
+export { StorageVersionMigrator, type StorageVersionMigratorOptions } from './storage-version/migrator.ts';
 export type { StorageMigrationOptions, StorageMigrationResult } from './storage-version/migrate.ts';

@@ -92,9 +92,21 @@ export async function migrateStorageVersion(
       await Promise.all(
         page.items.slice(i, i + concurrency).map(async (obj) => {
           try {
+            // A merge patch that changes nothing but is still a write: the API server re-encodes
+            // the object in the storage version, so the bytes differ and reach etcd. A patch,
+            // not an update, because a controller that never writes its kind's spec holds
+            // `patch` on it already (it removes annotations, finalizers), rarely `update`.
             // Guarded by its resourceVersion: a conflict means someone wrote it since, which
             // stored it in the storage version as well.
-            await objects.replace(obj, { signal });
+            await objects.patch(
+              obj.metadata!.name!,
+              { metadata: { resourceVersion: obj.metadata!.resourceVersion } },
+              {
+                type: 'merge',
+                signal,
+                ...(obj.metadata?.namespace ? { namespace: obj.metadata.namespace } : {}),
+              },
+            );
             result.rewritten++;
           } catch (err) {
             if (isConflict(err)) result.rewritten++;
