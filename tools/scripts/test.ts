@@ -10,8 +10,9 @@
 //   3. the real node's crash test, which needs the machine's one real node to itself
 //   4. every project's tests, against one real control plane for the whole run
 //   5. a one-line summary of the test counts, aggregated from JUnit reports
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { summarizeJUnit } from './junit-summary.ts';
 import { run, steps } from './run.ts';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -82,19 +83,6 @@ const code = await run('regulon-testenv', ['exec', '--', 'npx', ...nx, '-t', 'te
   REGULON_TEST_RESULTS: results,
 });
 
-let passed = 0;
-let failed = 0;
-let skipped = 0;
-if (existsSync(results)) {
-  for (const file of readdirSync(results).filter((f) => f.endsWith('.xml'))) {
-    const xml = readFileSync(join(results, file), 'utf8');
-    for (const m of xml.matchAll(/<testcase\b[^>]*?(\/>|>([\s\S]*?)<\/testcase>)/g)) {
-      const body = m[2] ?? '';
-      if (/<failure\b/.test(body)) failed++;
-      else if (/<skipped\b/.test(body)) skipped++;
-      else passed++;
-    }
-  }
-}
-console.log(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
-process.exit(code !== 0 ? code : failed > 0 ? 1 : 0);
+const summary = summarizeJUnit(results);
+console.log(summary.text);
+process.exit(code !== 0 ? code : summary.failed > 0 ? 1 : 0);
