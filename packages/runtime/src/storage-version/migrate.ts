@@ -48,7 +48,7 @@ const DEFAULT_CONCURRENCY = 8;
  * Rewrites every object of the custom resource `crdName` in its storage
  * version and records that only that version is stored. Nothing to do when
  * `status.storedVersions` lists the storage version alone. Needs list and
- * update on the resource, get on the CRD and update on its status.
+ * patch on the resource, get on the CRD and patch on its status.
  */
 export async function migrateStorageVersion(
   client: KubeClient,
