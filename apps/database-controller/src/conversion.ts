@@ -20,14 +20,8 @@ type SpokeReplication = NonNullable<DatabaseV1alpha1Object['spec']['replication'
 export const DATABASE_V1ALPHA1_CONVERSION: SpokeConverter<DatabaseV1alpha1Object, DatabaseObject> = {
   toHub: ({ metadata, spec, status }) =>
     Database.object({ metadata, spec: specToHub(spec), ...(status ? { status } : {}) }),
-  fromHub: ({ metadata, spec, status }) => {
-    const { replication, ...rest } = spec;
-    return DatabaseV1alpha1.object({
-      metadata,
-      spec: { ...rest, ...(replication ? { replication: replicationFromHub(replication) } : {}) },
-      ...(status ? { status } : {}),
-    });
-  },
+  fromHub: ({ metadata, spec, status }) =>
+    DatabaseV1alpha1.object({ metadata, spec: specFromHub(spec), ...(status ? { status } : {}) }),
 };
 
 /**
@@ -37,6 +31,11 @@ export const DATABASE_V1ALPHA1_CONVERSION: SpokeConverter<DatabaseV1alpha1Object
 export function specToHub(spec: DatabaseV1alpha1Object['spec']): DatabaseObject['spec'] {
   const { replication, ...rest } = spec;
   return { ...rest, ...(replication ? { replication: replicationToHub(replication) } : {}) };
+}
+
+function specFromHub(spec: DatabaseObject['spec']): DatabaseV1alpha1Object['spec'] {
+  const { replication, ...rest } = spec;
+  return { ...rest, ...(replication ? { replication: replicationFromHub(replication) } : {}) };
 }
 
 function replicationToHub(replication: SpokeReplication): HubReplication {
