@@ -9,11 +9,12 @@ import { KubeClient, isInvalid, type KubeObject } from '@regulon/client';
 import { Database } from '@regulon/database-controller';
 import {
   ManagedCertificates,
-  Manager,
   WebhookServer,
   applyWebhookConfigurations,
   createLogger,
   deleteWebhookConfigurations,
+  testManager,
+  type Manager,
 } from '@regulon/runtime';
 import { eventually, freePorts, start, type TestEnv } from '@regulon/testenv';
 import { MyApp, type MyAppObject } from './api.ts';
@@ -79,11 +80,8 @@ before(async () => {
     spec: { engine: 'redis', version: '7.4.11', memory: '256Mi' },
   } as KubeObject as never);
   const port = (await freePorts(1))[0]!;
-  mgr = new Manager({
-    client: KubeClient.fromKubeConfig(env.kubeConfig),
+  mgr = testManager(env.kubeConfig, {
     logger: createLogger({ level: 'silent' }),
-    metricsBindAddress: '0',
-    healthBindAddress: '0',
     namespace: ns,
   });
   const webhooks = new WebhookServer(mgr, {

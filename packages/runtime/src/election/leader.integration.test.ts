@@ -9,7 +9,8 @@ import { KubeClient, Kinds, retyped } from '@regulon/client';
 import { start, type TestEnv } from '@regulon/testenv';
 import { LeadershipLostError, type Lease } from './leader-election.ts';
 import { createLogger } from '../manager/logging.ts';
-import { Manager } from '../manager/manager.ts';
+import type { Manager } from '../manager/manager.ts';
+import { testManager } from '../manager/test-manager.ts';
 import { microTime } from '../support.ts';
 import { spawnElector, type Elector } from '../testing/elector.ts';
 import { eventually } from '../testing/wait.ts';
@@ -142,11 +143,8 @@ describe('leader election between manager processes', () => {
     await createConfigMaps(ns, 30);
     const started: string[] = [];
     const aborted: string[] = [];
-    const mgr = new Manager({
-      client: KubeClient.fromKubeConfig(env.kubeConfig),
+    const mgr = testManager(env.kubeConfig, {
       logger: createLogger({ level: 'silent' }),
-      metricsBindAddress: '0',
-      healthBindAddress: '0',
       namespace: ns,
       leaderElection: {
         enabled: true,

@@ -6,11 +6,12 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KubeClient, Kinds, isNotFound, metadataOnly } from '@regulon/client';
 import { Conditions, defineKind } from '@regulon/crd';
 import { start, type TestEnv } from '@regulon/testenv';
-import { Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { Type } from 'typebox';
 import { setCondition } from '../status/conditions.ts';
 import { createLogger } from '../manager/logging.ts';
-import { Manager } from '../manager/manager.ts';
+import type { Manager } from '../manager/manager.ts';
+import { testManager } from '../manager/test-manager.ts';
 import { ProblemError } from '../status/problems.ts';
 import { eventually } from '../testing/wait.ts';
 
@@ -50,18 +51,14 @@ describe('object-first reconcile', () => {
   });
 
   function manager(namespace: string): { mgr: Manager; registry: Registry } {
-    const registry = new Registry();
-    const mgr = new Manager({
-      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry, qps: 500, burst: 500 }),
-      registry,
+    const mgr = testManager(env.kubeConfig, {
       logger: createLogger({ level: 'silent' }),
-      metricsBindAddress: '0',
-      healthBindAddress: '0',
+      clientOptions: { qps: 500, burst: 500 },
       namespace,
       gracefulShutdownTimeoutMs: 5000,
     });
     managers.push(mgr);
-    return { mgr, registry };
+    return { mgr, registry: mgr.registry };
   }
 
   /** Writes (not reads) the manager's client sent, by verb, from its request metrics. */

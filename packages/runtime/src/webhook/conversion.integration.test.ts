@@ -8,10 +8,10 @@ import { after, before, test } from 'node:test';
 import { KubeClient, Kinds, isTooManyRequests, type KubeObject } from '@regulon/client';
 import { defineKind, versionedCRD, type KindObject } from '@regulon/crd';
 import { freePorts, start, type TestEnv } from '@regulon/testenv';
-import { Registry } from 'prom-client';
 import { Type } from 'typebox';
 import { createLogger } from '../manager/logging.ts';
-import { Manager } from '../manager/manager.ts';
+import type { Manager } from '../manager/manager.ts';
+import { testManager } from '../manager/test-manager.ts';
 import { parsePrometheusText, sampleValue } from '../testing/prometheus.ts';
 import { eventually } from '../testing/wait.ts';
 import { ManagedCertificates } from './certificates.ts';
@@ -71,13 +71,8 @@ before(async () => {
   await env.installCRDs([diskCRD(port)]);
   client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 1000, burst: 1000, maxRetries: 0 });
   ns = await env.newNamespace('conversion');
-  const registry = new Registry();
-  mgr = new Manager({
-    client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
-    registry,
+  mgr = testManager(env.kubeConfig, {
     logger: createLogger({ level: 'silent' }),
-    metricsBindAddress: '0',
-    healthBindAddress: '0',
     namespace: ns,
   });
   certificates = new ManagedCertificates({

@@ -7,10 +7,10 @@ import { after, before, test } from 'node:test';
 import { KubeClient, Kinds, isInvalid, type KubeObject } from '@regulon/client';
 import { defineKind } from '@regulon/crd';
 import { freePorts, start, type TestEnv } from '@regulon/testenv';
-import { Registry } from 'prom-client';
 import { Type } from 'typebox';
 import { createLogger } from '../manager/logging.ts';
-import { Manager } from '../manager/manager.ts';
+import type { Manager } from '../manager/manager.ts';
+import { testManager } from '../manager/test-manager.ts';
 import { eventually } from '../testing/wait.ts';
 import { fieldErrors } from './admission.ts';
 import {
@@ -67,13 +67,8 @@ before(async () => {
   client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 1000, burst: 1000 });
   ns = await env.newNamespace('webhooks');
   port = (await freePorts(1))[0]!;
-  const registry = new Registry();
-  mgr = new Manager({
-    client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
-    registry,
+  mgr = testManager(env.kubeConfig, {
     logger: createLogger({ level: 'silent' }),
-    metricsBindAddress: '0',
-    healthBindAddress: '0',
     namespace: ns,
   });
   certificates = new ManagedCertificates({
