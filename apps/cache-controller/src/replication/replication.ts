@@ -1,5 +1,4 @@
-import type { V1Pod } from '@kubernetes/client-node';
-import { ignoreNotFound, isConflict, Kinds } from '@regulon/client';
+import { ignoreNotFound, Kinds } from '@regulon/client';
 import {
   carryOutStep,
   isInstancePod,
@@ -7,12 +6,12 @@ import {
   outdated,
   plan,
   requeueAfter,
-  roleLabelChanges,
+  applyRoleLabels,
+  deleteObservedPod,
   rollingRevision,
   topologyFromData,
   type Plan,
   type Member,
-  type Role,
   type Step,
   type Topology,
   type ReplicationMemory,
@@ -134,7 +133,7 @@ export async function reconcileReplication(
     switchoverTo: undefined,
     lastAnswer: memory.lastAnswer(cache.metadata.uid!, topology.primary, members),
   });
-  await labelRoles(cache, ctx, byName, decided.roles);
+  await applyRoleLabels(ctx, cache.metadata.namespace!, byName, decided.roles, ROLE_LABEL);
   const endpointOf = (pod: string): Endpoint => {
     const host = byName.get(pod)?.status?.podIP;
     if (!host) throw new Error(`instance ${pod} has no Pod IP`);
@@ -182,7 +181,7 @@ function carryOut(
 ): Promise<void> {
   return carryOutStep(ctx, step, topology, now, {
     recordTopology: async (t) => void (await ctx.apply([desiredTopology(cache, t)])),
-    deletePod: (pod, uid, grace) => removePod(cache, ctx, pod, uid, grace),
+    deletePod: (pod, uid, grace) => deleteObservedPod(ctx, cache.metadata.namespace!, pod, uid, grace),
     promote: async (pod) => {
       if (!observations.get(pod)?.reachable) return false;
       const { promote } = await import('./redis.ts');
@@ -222,46 +221,4 @@ async function pointReplicas(
       ctx.log.info({ pod, err: (err as Error).message }, 'replica not repointed');
     }
   }
-}
-
-/** Deletes the Pod this reconcile saw (its uid), not one the StatefulSet has made since. */
-async function removePod(
-  cache: CacheObject,
-  ctx: Context,
-  pod: string,
-  uid: string,
-  gracePeriodSeconds?: number,
-): Promise<void> {
-  try {
-    await ignoreNotFound(
-      ctx.client.resource(Kinds.Pod).delete(pod, {
-        namespace: cache.metadata.namespace!,
-        preconditions: { uid },
-        ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}),
-        signal: ctx.signal,
-      }),
-    );
-  } catch (err) {
-    // The uid precondition failed: that Pod is gone, and its successor is not the one planned for.
-    if (!isConflict(err)) throw err;
-  }
-}
-
-/** Sets or removes each Pod's role label; the Services follow at once. */
-async function labelRoles(
-  cache: CacheObject,
-  ctx: Context,
-  pods: Map<string, V1Pod>,
-  roles: Map<string, Role | undefined>,
-): Promise<void> {
-  for (const { pod, role } of roleLabelChanges(pods, roles, ROLE_LABEL))
-    await ignoreNotFound(
-      ctx.client
-        .resource(Kinds.Pod)
-        .patch(
-          pod,
-          { metadata: { labels: { [ROLE_LABEL]: role } } },
-          { type: 'merge', namespace: cache.metadata.namespace!, signal: ctx.signal },
-        ),
-    );
 }

@@ -28,3 +28,4 @@ export {
 } from './members.ts';
 export { topologyData, topologyFromData } from './topology.ts';
 export { carryOutStep, type StepActions } from './steps.ts';
+export { applyRoleLabels, deleteObservedPod } from './pods.ts';

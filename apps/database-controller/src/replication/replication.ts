@@ -1,5 +1,5 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { ignoreNotFound, isConflict, Kinds } from '@regulon/client';
+import { ignoreNotFound, Kinds } from '@regulon/client';
 import type { Context } from '@regulon/runtime';
 import { Database, type DatabaseObject } from '../api.ts';
 import { topologyConfigMap, topologyOf } from '../children.ts';
@@ -13,11 +13,11 @@ import {
   plan,
   podReady,
   requeueAfter as nextReconcile,
-  roleLabelChanges,
+  applyRoleLabels,
+  deleteObservedPod,
   rollingRevision as revisionOf,
   type Member,
   type Plan,
-  type Role,
   type Step,
   type Topology,
   ReplicationMemory,
@@ -148,7 +148,7 @@ export async function reconcileReplication(
     lastAnswer: memory.lastAnswer(db.metadata.uid!, topology.primary, members),
   });
   // A single instance serves reads too: it is the primary, and no read-only Service exists.
-  await labelRoles(db, ctx, byName, decided.roles);
+  await applyRoleLabels(ctx, db.metadata.namespace!, byName, decided.roles, ROLE_LABEL);
   const seen: Seen = { pods: byName, observations, password, driver };
   if (decided.step) await carryOut(db, ctx, decided.step, topology, seen, now);
   else if (decided.currentPrimary) await tendPrimary(ctx, decided.currentPrimary, instances, seen, db);
@@ -217,53 +217,13 @@ function carryOut(
 ): Promise<void> {
   return carryOutStep(ctx, step, topology, now, {
     recordTopology: async (t) => void (await ctx.apply([topologyConfigMap(db, t)])),
-    deletePod: (pod, uid, grace) => deletePod(db, ctx, pod, uid, grace),
+    deletePod: (pod, uid, grace) => deleteObservedPod(ctx, db.metadata.namespace!, pod, uid, grace),
     promote: async (pod) => {
       if (!seen.password || !seen.driver || !seen.observations.get(pod)?.reachable) return false;
       await seen.driver.promote(endpoint(seen.pods, pod, seen.password, ctx), db);
       return true;
     },
   });
-}
-
-/** Deletes the Pod this reconcile saw (its uid), not one the StatefulSet has made since. */
-async function deletePod(
-  db: DatabaseObject,
-  ctx: Context,
-  pod: string,
-  uid: string,
-  gracePeriodSeconds?: number,
-): Promise<void> {
-  await ignoreNotFound(
-    ctx.client.resource(Kinds.Pod).delete(pod, {
-      namespace: db.metadata.namespace!,
-      preconditions: { uid },
-      ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}),
-      signal: ctx.signal,
-    }),
-  ).catch((err: unknown) => {
-    // The uid precondition failed: that Pod is gone already, and its successor is not the one planned for.
-    if (!isConflict(err)) throw err;
-  });
-}
-
-/** Sets or removes the role label of each Pod; a Service follows it at once. */
-async function labelRoles(
-  db: DatabaseObject,
-  ctx: Context,
-  pods: Map<string, V1Pod>,
-  roles: Map<string, Role | undefined>,
-): Promise<void> {
-  for (const { pod, role } of roleLabelChanges(pods, roles, ROLE_LABEL))
-    await ignoreNotFound(
-      ctx.client
-        .resource(Kinds.Pod)
-        .patch(
-          pod,
-          { metadata: { labels: { [ROLE_LABEL]: role } } },
-          { type: 'merge', namespace: db.metadata.namespace!, signal: ctx.signal },
-        ),
-    );
 }
 
 /** The engine's upkeep on the primary for each other instance the StatefulSet runs (postgres: its slot). */
