@@ -14,12 +14,12 @@ import {
   crdConversion,
   createLogger,
   ManagedCertificates,
-  Manager,
   StorageVersionMigrator,
+  testManager,
   WebhookServer,
+  type Manager,
 } from '@regulon/runtime';
 import { eventually, freePorts, start, type TestEnv } from '@regulon/testenv';
-import { Registry } from 'prom-client';
 import { Database, DatabaseV1alpha1, type DatabaseObject, type DatabaseV1alpha1Object } from './api.ts';
 import { databaseCRD } from './conversion.ts';
 import { setupDatabaseWebhooks } from './webhook.ts';
@@ -169,13 +169,8 @@ test(`the release before: ${COUNT + 1} Databases stored as v1alpha1`, async () =
 
 test("this release's CRD: both versions served, v1beta1 stored, converted by the manager's webhook", async () => {
   const port = (await freePorts(1))[0]!;
-  const registry = new Registry();
-  mgr = new Manager({
-    client: KubeClient.fromKubeConfig(env.kubeConfig, { registry }),
-    registry,
+  mgr = testManager(env.kubeConfig, {
     logger: createLogger({ level: 'silent' }),
-    metricsBindAddress: '0',
-    healthBindAddress: '0',
     namespace: ns,
   });
   const certificates = new ManagedCertificates({
@@ -258,13 +253,9 @@ test(`storage migration: the ${COUNT + 1} v1alpha1 Databases rewritten as v1beta
 
   // What the manager does once it leads (apps/manager/src/run.ts): a StorageVersionMigrator for
   // the CRDs it converts. Its own Manager here, started now that there is something to migrate.
-  const registry = new Registry();
-  const migrating = new Manager({
-    client: KubeClient.fromKubeConfig(env.kubeConfig, { registry, qps: 1000, burst: 1000 }),
-    registry,
+  const migrating = testManager(env.kubeConfig, {
     logger: createLogger({ level: 'silent' }),
-    metricsBindAddress: '0',
-    healthBindAddress: '0',
+    clientOptions: { qps: 1000, burst: 1000 },
   });
   migrating.add(
     new StorageVersionMigrator({ client: migrating.client, crdNames: [CRD], logger: migrating.logger }),

@@ -20,9 +20,8 @@ import {
   type KubeObject,
   type ResourceType,
 } from '@regulon/client';
-import { Manager, createLogger, type Condition, testManager } from '@regulon/runtime';
+import { testManager, type Condition, type Manager } from '@regulon/runtime';
 import { eventually, kstatus, start, type TestEnv } from '@regulon/testenv';
-import { Registry } from 'prom-client';
 import { Database, type DatabaseObject } from './api.ts';
 import { setupDatabaseController } from './index.ts';
 
@@ -581,19 +580,12 @@ describe('Database controller', () => {
 
   test('a restarted manager re-verifies converged Databases and writes nothing', async () => {
     const ns2 = await env.newNamespace('db-restart');
-    const managerIn = (reg: Registry) => {
-      const m = new Manager({
-        client: KubeClient.fromKubeConfig(env.kubeConfig, { registry: reg }),
-        registry: reg,
-        logger: createLogger({ level: process.env['LOG_LEVEL'] ?? 'warn' }),
-        metricsBindAddress: '0',
-        healthBindAddress: '0',
-        namespace: ns2,
-      });
+    const managerIn = () => {
+      const m = testManager(env.kubeConfig, { namespace: ns2 });
       setupDatabaseController(m);
       return { m, done: m.start() };
     };
-    const first = managerIn(new Registry());
+    const first = managerIn();
     const sample = (name: string, spec: Partial<DatabaseObject['spec']>) =>
       dbs().create(
         Database.object({
@@ -611,14 +603,13 @@ describe('Database controller', () => {
     first.m.stop();
     await first.done;
 
-    const reg = new Registry();
-    const second = managerIn(reg);
+    const second = managerIn();
     try {
       const sum = async (
         metric: string,
         keep: (labels: Partial<Record<string, string | number>>) => boolean,
       ) =>
-        (await reg.getSingleMetric(metric)!.get()).values
+        (await second.m.registry.getSingleMetric(metric)!.get()).values
           .filter((v) => keep(v.labels))
           .reduce((n, v) => n + v.value, 0);
       await eventually('both Databases re-verified', async () => {

@@ -7,11 +7,12 @@ import type { V1Secret } from '@kubernetes/client-node';
 import { KubeClient, Kinds, isInvalid } from '@regulon/client';
 import {
   ManagedCertificates,
-  Manager,
   WebhookServer,
   applyWebhookConfigurations,
   createLogger,
   deleteWebhookConfigurations,
+  testManager,
+  type Manager,
 } from '@regulon/runtime';
 import { eventually, freePorts, start, type TestEnv } from '@regulon/testenv';
 import { Database, type DatabaseObject } from './api.ts';
@@ -60,11 +61,8 @@ before(async () => {
   client = KubeClient.fromKubeConfig(env.kubeConfig);
   ns = await env.newNamespace('db-webhook');
   const port = (await freePorts(1))[0]!;
-  mgr = new Manager({
-    client: KubeClient.fromKubeConfig(env.kubeConfig),
+  mgr = testManager(env.kubeConfig, {
     logger: createLogger({ level: 'silent' }),
-    metricsBindAddress: '0',
-    healthBindAddress: '0',
     namespace: ns,
   });
   const webhooks = new WebhookServer(mgr, {
