@@ -1,9 +1,9 @@
 import { Kinds, metadataOnly, type KubeObject } from '@regulon/client';
-import { MANAGED_BY } from '@regulon/conventions';
+import { MANAGED_BY, reachabilityReporter } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheReader, Context, Manager, Request } from '@regulon/runtime';
 import { Cache } from './api.ts';
-import { MAX_NAME_LENGTH } from './names.ts';
+import { MAX_NAME_LENGTH, replicated } from './names.ts';
 import { FIELD_MANAGER, reconcileCache, SECRETS } from './reconciler.ts';
 import { computeStatus, observedFrom } from './status.ts';
 import type { ReplicationView } from './replication/replication.ts';
@@ -43,6 +43,7 @@ const PodMetadata = metadataOnly(Kinds.Pod);
 export function setupCacheController(mgr: Manager, options: CacheControllerOptions = {}): void {
   const catalog = options.imageCatalog ?? OFFICIAL_IMAGES;
   const views = new WeakMap<Context, ReplicationView>();
+  const reportReachability = reachabilityReporter(mgr.registry, 'Cache');
   mgr
     .controller(CONTROLLER_NAME)
     .for(Cache, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'Pod labels, the headless Service' } })
@@ -63,9 +64,12 @@ export function setupCacheController(mgr: Manager, options: CacheControllerOptio
       fieldManager: FIELD_MANAGER,
       maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1,
     })
-    .withStatus((cache, problem, ctx) =>
-      computeStatus(cache, { ...observedFrom(cache, ctx, catalog), replication: views.get(ctx) }, problem),
-    )
+    .withStatus((cache, problem, ctx) => {
+      const replication = views.get(ctx);
+      if (replication && replicated(cache))
+        reportReachability(cache, cache.status?.conditions, replication.plan, ctx);
+      return computeStatus(cache, { ...observedFrom(cache, ctx, catalog), replication }, problem);
+    })
     .reconcile(reconcileCache(catalog, views));
 }
 

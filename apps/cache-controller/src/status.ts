@@ -9,7 +9,14 @@ import {
   type Owner,
   type Problem,
 } from '@regulon/runtime';
-import { derivePhase, rolledOut } from '@regulon/conventions';
+import {
+  derivePhase,
+  notReplicating,
+  reachabilityCondition,
+  replicationUnsettled,
+  REACHABLE_CONDITION,
+  rolledOut,
+} from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheObject } from './api.ts';
 import { desiredWorkload, image } from './children.ts';
@@ -84,17 +91,32 @@ export function computeStatus(
   // Degraded and Stalled; a problem is also what Ready names (`kubectl wait` and kstatus read Ready).
   c = setProblemConditions(c, problem, { observedGeneration: gen, now });
   const r = o.replication;
-  const primary = replicated(cache) ? (r ? r.plan.currentPrimary : prev.currentPrimary) : undefined;
+  // The primary by its server's answer or, while the manager cannot reach it, by the kubelet's.
+  const primary = replicated(cache) ? (r ? r.plan.servingPrimary : prev.currentPrimary) : undefined;
+  // Instances that serve their role; one that does not replicate is not counted as ready.
+  const serving = replicated(cache) && r ? [...r.plan.roles.values()].filter(Boolean).length : ready;
+  const notLinked =
+    replicated(cache) && r && primary
+      ? notReplicating(r.members, r.plan.roles, primary, cache.spec.replicas)
+      : [];
   if (!problem) {
     if (!w) set('Ready', 'Unknown', 'WorkloadMissing', `The ${kind} does not exist yet`);
     else if (done && replicated(cache) && !primary)
       set('Ready', 'False', 'NoPrimary', r?.plan.waiting ?? 'No instance accepts writes');
+    else if (done && notLinked.length)
+      // It serves, and says what it lacks: never "all ready" while an instance does not replicate.
+      set(
+        'Ready',
+        'True',
+        'ReplicasNotLinked',
+        `${serving}/${want} replicas ready, running ${cache.spec.version}: ${notLinked.join(', ')} not replicating from ${primary}`,
+      );
     else if (done)
       set(
         'Ready',
         'True',
         'AllReplicasReady',
-        `${ready}/${want} replicas ready, running ${cache.spec.version}`,
+        `${serving}/${want} replicas ready, running ${cache.spec.version}${r?.plan.unobserved.length ? " (the kubelet's word: the manager cannot reach them)" : ''}`,
       );
     else set('Ready', 'False', 'ReplicasNotReady', `${ready}/${want} replicas ready`);
   }
@@ -115,6 +137,8 @@ export function computeStatus(
     if (r) {
       const h = replicationHealth(cache, r);
       set('ReplicationHealthy', h.status, h.reason, h.message);
+      const reach = reachabilityCondition(r.plan);
+      set(REACHABLE_CONDITION, reach.status, reach.reason, reach.message);
     } else if (!c.some((x) => x.type === 'ReplicationHealthy'))
       set('ReplicationHealthy', 'Unknown', 'NotObserved', 'The instances have not been observed yet');
   }
@@ -125,7 +149,7 @@ export function computeStatus(
     conditions: c,
     phase: derivePhase(c, currentVersion !== undefined),
     replicas: running,
-    readyReplicas: ready,
+    readyReplicas: serving,
     selector: Object.entries(selector(cache))
       .map(([k, v]) => `${k}=${v}`)
       .join(','),
@@ -141,7 +165,7 @@ type Instance = NonNullable<CacheStatus['instances']>[number];
 
 /** Each instance's role and link, as the reconcile saw it (offsets in bytes of the replication stream). */
 function instancesOf(r: ReplicationView): Instance[] {
-  const primary = r.plan.currentPrimary;
+  const primary = r.plan.servingPrimary;
   const atPrimary = primary ? r.observations.get(primary) : undefined;
   const primaryOffset = atPrimary?.reachable && atPrimary.server.writable ? atPrimary.server.lsn : undefined;
   return r.members.map((m): Instance => {
@@ -164,18 +188,16 @@ function instancesOf(r: ReplicationView): Instance[] {
 function replicationHealth(
   cache: CacheObject,
   r: ReplicationView,
-): { status: 'True' | 'False'; reason: string; message: string } {
-  const primary = r.plan.currentPrimary;
-  if (!primary)
-    return { status: 'False', reason: 'NoPrimary', message: r.plan.waiting ?? 'No instance accepts writes' };
-  const behind = r.members.filter(
-    (m) => m.pod !== primary && m.ordinal < cache.spec.replicas && r.plan.roles.get(m.pod) !== 'replica',
-  );
+): { status: 'True' | 'False' | 'Unknown'; reason: string; message: string } {
+  const unsettled = replicationUnsettled(r.plan);
+  if (unsettled) return unsettled;
+  const primary = r.plan.servingPrimary!;
+  const behind = notReplicating(r.members, r.plan.roles, primary, cache.spec.replicas);
   if (behind.length)
     return {
       status: 'False',
       reason: 'ReplicasNotLinked',
-      message: `${behind.map((m) => m.pod).join(', ')} not linked to ${primary} within the lag bound${r.plan.waiting ? `; ${r.plan.waiting}` : ''}`,
+      message: `${behind.join(', ')} not linked to ${primary} within the lag bound${r.plan.waiting ? `; ${r.plan.waiting}` : ''}`,
     };
   return {
     status: 'True',

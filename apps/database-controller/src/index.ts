@@ -1,5 +1,5 @@
 import { Kinds, type KubeObject } from '@regulon/client';
-import { MANAGED_BY } from '@regulon/conventions';
+import { MANAGED_BY, reachabilityReporter } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheReader, Context, Manager } from '@regulon/runtime';
 import { Database } from './api.ts';
@@ -69,6 +69,7 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
   const backupsWatched = options.backups === true;
   const executor = options.executor ?? new PodExec(options.kubeConfig);
   const stanzas = new Stanzas(executor);
+  const reportReachability = reachabilityReporter(mgr.registry, 'Database');
   const builder = mgr
     .controller(CONTROLLER_NAME)
     .for(Database, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'StatefulSet Pods, backup Jobs' } })
@@ -104,14 +105,16 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
       fieldManager: FIELD_MANAGER,
       maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1,
     })
-    .withStatus((db, problem, ctx) =>
-      computeStatus(db, {
+    .withStatus((db, problem, ctx) => {
+      const replication = views.get(ctx);
+      if (replication?.replicated) reportReachability(db, db.status?.conditions, replication.plan, ctx);
+      return computeStatus(db, {
         ...observedFrom(db, ctx, catalog, backupsWatched),
         problem,
-        replication: views.get(ctx),
+        replication,
         archiving: stanzas.archiving(db),
-      }),
-    )
+      });
+    })
     .reconcile(reconcileDatabase(catalog, views, undefined, { backupsWatched, stanzas }));
   if (backupsWatched)
     setupDatabaseBackupController(mgr, {

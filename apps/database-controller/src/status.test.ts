@@ -8,6 +8,7 @@ import { desiredStatefulSet, image } from './children.ts';
 import { childNames } from './names.ts';
 import { computeStatus } from './status.ts';
 import { databaseWith } from './testing/parameters-corpus.ts';
+import { plan, type Member, type Server } from '@regulon/conventions';
 
 /** The StatefulSet as the API server would report it once `db`'s template ran on every replica. */
 function settled(db: DatabaseObject): V1StatefulSet {
@@ -110,6 +111,8 @@ test('a replicated mariadb reports GTID positions and lag in transactions, and a
           ['d-2', undefined],
         ]),
         currentPrimary: 'd-0',
+        servingPrimary: 'd-0',
+        unobserved: [],
         waiting: undefined,
         recheckInMs: undefined,
       },
@@ -219,4 +222,115 @@ test('with an object store, BackupSucceeded and lastBackup follow the latest fin
     message: 'Cannot archive WAL into b/x: the store answered HTTP 403 (Forbidden)',
   });
   assert.equal(c(noArchive)?.reason, 'ArchivingFailed');
+});
+
+/** A 3-instance postgres Database whose StatefulSet settled, and its status for these members, by the real plan(). */
+function replicatedStatus(members: Member[]) {
+  const db = databaseWith('postgres', {});
+  db.spec.replicas = 3;
+  const sts = settled(db);
+  sts.status = { ...sts.status!, replicas: 3, readyReplicas: 3, updatedReplicas: 3 };
+  const topology = { primary: 'd-0', initialized: true, since: undefined };
+  const decided = plan({
+    replicas: 3,
+    members,
+    topology,
+    systemId: undefined,
+    failoverDelayMs: 0,
+    maxLag: 100n,
+    now: 1_000_000,
+    switchoverTo: undefined,
+  });
+  return computeStatus(db, {
+    statefulSet: sts,
+    backupJobs: [],
+    problem: undefined,
+    credentialsSecret: childNames(db).credentials,
+    replication: {
+      replicated: true,
+      topology,
+      members,
+      troubles: [],
+      observations: new Map(
+        members.map((m) => [
+          m.pod,
+          m.server
+            ? { reachable: true as const, server: m.server, position: String(m.server.lsn) }
+            : { reachable: false as const, error: 'connect ETIMEDOUT' },
+        ]),
+      ),
+      lagUnit: 'bytes',
+      plan: decided,
+    },
+  });
+}
+const instance = (ordinal: number, server: Server | undefined, label?: 'primary' | 'replica'): Member => ({
+  pod: `d-${ordinal}`,
+  ordinal,
+  uid: `uid-${ordinal}`,
+  createdAt: 0,
+  deleting: false,
+  ready: true,
+  troubleSince: undefined,
+  label,
+  server,
+});
+const pgServer = (writable: boolean, lsn: bigint, streaming = !writable): Server => ({
+  writable,
+  systemId: '7300000000000000001',
+  timeline: 1,
+  lsn,
+  replayLsn: lsn,
+  streaming,
+});
+const condition = (s: ReturnType<typeof computeStatus>, type: string) =>
+  s.conditions?.find((c) => c.type === type);
+
+test('a manager that reaches no instance, their Pods Ready: Ready stays, the roles are kept, and InstancesReachable says why', () => {
+  const s = replicatedStatus([
+    instance(0, undefined, 'primary'),
+    instance(1, undefined, 'replica'),
+    instance(2, undefined, 'replica'),
+  ]);
+  assert.equal(condition(s, 'Ready')?.status, 'True');
+  assert.match(condition(s, 'Ready')?.message ?? '', /^3\/3 replicas ready, .*the manager cannot reach them/);
+  assert.equal(s.currentPrimary, 'd-0');
+  assert.equal(s.phase, 'Ready');
+  assert.deepEqual(
+    s.instances?.map((i) => `${i.name}:${i.role}:${i.state}`),
+    ['d-0:primary:Unreachable', 'd-1:replica:Unreachable', 'd-2:replica:Unreachable'],
+  );
+  const reach = condition(s, 'InstancesReachable');
+  assert.equal(reach?.status, 'False');
+  assert.equal(reach?.reason, 'InstancesUnreachable');
+  assert.match(reach?.message ?? '', /cannot reach d-0, d-1, d-2/);
+  assert.equal(
+    condition(s, 'ReplicationHealthy')?.status,
+    'Unknown',
+    'what it cannot see, it does not claim',
+  );
+});
+
+test('an instance that does not replicate is never counted ready: the Ready message and readyReplicas name it', () => {
+  // d-2: a former primary on its old timeline, not streaming; its Pod is Ready all the same.
+  const s = replicatedStatus([
+    instance(0, pgServer(true, 1000n)),
+    instance(1, pgServer(false, 1000n)),
+    instance(2, pgServer(false, 900n, false)),
+  ]);
+  assert.equal(s.readyReplicas, 2);
+  assert.equal(condition(s, 'Ready')?.reason, 'ReplicasNotStreaming');
+  assert.match(
+    condition(s, 'Ready')?.message ?? '',
+    /^2\/3 replicas ready, running .*: d-2 not replicating from d-0$/,
+  );
+  assert.equal(condition(s, 'ReplicationHealthy')?.status, 'False');
+  assert.equal(condition(s, 'InstancesReachable')?.status, 'True');
+  const all = replicatedStatus([
+    instance(0, pgServer(true, 1000n)),
+    instance(1, pgServer(false, 1000n)),
+    instance(2, pgServer(false, 1000n)),
+  ]);
+  assert.equal(all.readyReplicas, 3);
+  assert.match(condition(all, 'Ready')?.message ?? '', /^3\/3 replicas ready, running [\d.]+$/);
 });

@@ -1,6 +1,13 @@
 import type { V1Job, V1StatefulSet } from '@kubernetes/client-node';
 import { Kinds } from '@regulon/client';
-import { derivePhase, rolledOut } from '@regulon/conventions';
+import {
+  derivePhase,
+  notReplicating,
+  reachabilityCondition,
+  replicationUnsettled,
+  REACHABLE_CONDITION,
+  rolledOut,
+} from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import {
   isControlledBy,
@@ -106,7 +113,12 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
   // Degraded and Stalled; a problem is also what Ready names (`kubectl wait` and kstatus read Ready).
   c = setProblemConditions(c, o.problem, { observedGeneration: gen, now });
   const r = o.replication;
-  const primary = r ? r.plan.currentPrimary : prev.currentPrimary;
+  // The primary by its server's answer or, while the manager cannot reach it, by the kubelet's.
+  const primary = r ? r.plan.servingPrimary : prev.currentPrimary;
+  // Instances that serve their role; one that does not replicate is not counted as ready.
+  const serving = r?.replicated ? [...r.plan.roles.values()].filter(Boolean).length : ready;
+  const behind =
+    r?.replicated && primary ? notReplicating(r.members, r.plan.roles, primary, db.spec.replicas) : [];
   if (!o.problem) {
     if (!sts) set('Ready', 'Unknown', 'StatefulSetMissing', 'The StatefulSet does not exist yet');
     else if (r && !primary)
@@ -116,14 +128,26 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
         'NoPrimary',
         `No instance accepts writes: ${r.plan.waiting ?? 'waiting for the primary'}`,
       );
+    else if (done && behind.length)
+      // It serves, and says what it lacks: never "all ready" while an instance does not replicate.
+      set(
+        'Ready',
+        'True',
+        'ReplicasNotStreaming',
+        `${serving}/${db.spec.replicas} replicas ready, running ${db.spec.version}: ${behind.join(', ')} not replicating from ${primary}`,
+      );
     else if (done)
       set(
         'Ready',
         'True',
         'AllReplicasReady',
-        `${ready}/${db.spec.replicas} replicas ready, running ${db.spec.version}`,
+        `${serving}/${db.spec.replicas} replicas ready, running ${db.spec.version}${r?.plan.unobserved.length ? " (the kubelet's word: the manager cannot reach them)" : ''}`,
       );
     else set('Ready', 'False', 'ReplicasNotReady', `${ready}/${db.spec.replicas} replicas ready`);
+  }
+  if (r?.replicated) {
+    const reach = reachabilityCondition(r.plan);
+    set(REACHABLE_CONDITION, reach.status, reach.reason, reach.message);
   }
 
   // Nothing rolls out while a problem blocks the reconcile: saying "Creating" would claim what isn't happening.
@@ -190,7 +214,7 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
     conditions: c,
     phase: derivePhase(c, currentVersion !== undefined),
     replicas: sts?.status?.replicas ?? 0,
-    readyReplicas: ready,
+    readyReplicas: serving,
     selector: Object.entries(selector(db))
       .map(([k, v]) => `${k}=${v}`)
       .join(','),
@@ -278,7 +302,7 @@ function systemIdOf(r: ReplicationView, pod: string): string | undefined {
 
 /** Each instance's role and replication state, as the reconcile saw it. */
 function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
-  const primary = r.plan.currentPrimary;
+  const primary = r.plan.servingPrimary;
   const atPrimary = primary ? r.observations.get(primary) : undefined;
   const primaryServer = atPrimary?.reachable && atPrimary.server.writable ? atPrimary.server : undefined;
   const lagField = r.lagUnit === 'bytes' ? 'lagBytes' : 'lagTransactions';
@@ -302,20 +326,18 @@ function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
 function replicationHealth(
   db: DatabaseObject,
   r: ReplicationView,
-): { status: 'True' | 'False'; reason: string; message: string } {
+): { status: 'True' | 'False' | 'Unknown'; reason: string; message: string } {
   if (!r.replicated)
     return { status: 'True', reason: 'SingleInstance', message: 'One instance: nothing to replicate' };
-  const primary = r.plan.currentPrimary;
-  if (!primary)
-    return { status: 'False', reason: 'NoPrimary', message: r.plan.waiting ?? 'No instance accepts writes' };
-  const behind = r.members.filter(
-    (m) => m.pod !== primary && m.ordinal < db.spec.replicas && r.plan.roles.get(m.pod) !== 'replica',
-  );
+  const unsettled = replicationUnsettled(r.plan);
+  if (unsettled) return unsettled;
+  const primary = r.plan.servingPrimary!;
+  const behind = notReplicating(r.members, r.plan.roles, primary, db.spec.replicas);
   if (behind.length)
     return {
       status: 'False',
       reason: 'ReplicasNotStreaming',
-      message: `${behind.map((m) => m.pod).join(', ')} not streaming from ${primary} within the lag bound${r.plan.waiting ? `; ${r.plan.waiting}` : ''}`,
+      message: `${behind.join(', ')} not streaming from ${primary} within the lag bound${r.plan.waiting ? `; ${r.plan.waiting}` : ''}`,
     };
   return {
     status: 'True',

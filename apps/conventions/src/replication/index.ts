@@ -1,5 +1,6 @@
 export {
   FENCE_GRACE_SECONDS,
+  notReplicating,
   SHUTDOWN_PATIENCE_MS,
   plan,
   type Member,
@@ -29,3 +30,10 @@ export {
 export { topologyData, topologyFromData } from './topology.ts';
 export { carryOutStep, type StepActions } from './steps.ts';
 export { applyRoleLabels, deleteObservedPod } from './pods.ts';
+export {
+  reachabilityCondition,
+  reachabilityReporter,
+  replicationUnsettled,
+  REACHABLE_CONDITION,
+  UNREACHABLE_METRIC,
+} from './reachability.ts';

@@ -24,7 +24,31 @@ test('a deleting Pod: its deletion began its grace period before the deletionTim
   const m = member(pod({}, { deletionTimestamp: '2026-11-25T10:00:30Z', deletionGracePeriodSeconds: 30 }));
   assert.equal(m.deleting, true);
   assert.equal(m.deletingSince, NOW);
-  assert.equal(m.troubleSince, NOW, 'a Ready Pod whose server does not answer is in trouble from now');
+  assert.equal(m.troubleSince, NOW, 'a deleting Pod whose server does not answer is in trouble from now');
+});
+
+test('a Ready Pod whose server does not answer this manager is not in trouble: the kubelet says it serves', () => {
+  const m = member(pod({ 'regulon.dev/role': 'primary' }));
+  assert.equal(m.troubleSince, undefined);
+  assert.equal(m.ready, true);
+  assert.equal(m.label, 'primary', 'the role label it carries');
+  const notReady = memberOf({
+    name: 'db-1',
+    ordinal: 1,
+    pod: {
+      ...pod({ 'regulon.dev/role': 'bogus' }),
+      status: {
+        conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: '2026-11-25T09:59:00Z' }],
+      },
+    },
+    server: undefined,
+    memory: new ReplicationMemory(),
+    key: 'uid/db-1',
+    now: NOW,
+    outdated: false,
+  });
+  assert.equal(notReady.troubleSince, NOW - 60_000, 'not ready: in trouble since the kubelet said so');
+  assert.equal(notReady.label, undefined, 'an unknown label value is no role');
 });
 
 test("the primary's last answer: refreshed while it answers writable, kept while it does not, forgotten once another is named", () => {

@@ -100,10 +100,14 @@ export function memberOf(o: {
   const { pod, server, memory, key, now } = o;
   const ready = pod ? podReady(pod) : false;
   let troubleSince: number | undefined;
-  if (ready && server !== undefined) memory.clearTrouble(key);
+  // The kubelet, beside the instance, says whether it serves: a Ready Pod whose server does not
+  // answer this manager is not in trouble by that alone (the manager may be the one cut off;
+  // plan() keeps its role). A hang or a crash fails its readiness probe. A Pod being deleted is
+  // going away: its trouble counts from when this manager saw it so.
+  const deleting = !!pod?.metadata?.deletionTimestamp;
+  if (ready && (!deleting || server !== undefined)) memory.clearTrouble(key);
   else {
-    // The kubelet's word on when it stopped serving: only a Ready=False condition says so (a
-    // ready Pod whose server does not answer has been in trouble since this manager saw it).
+    // The kubelet's word on when it stopped serving: only a Ready=False condition says so.
     const readyCondition = pod?.status?.conditions?.find((c) => c.type === 'Ready');
     const notReadySince =
       pod && !ready
@@ -119,7 +123,7 @@ export function memberOf(o: {
     ordinal: o.ordinal,
     uid: meta?.uid,
     createdAt: ms(meta?.creationTimestamp),
-    deleting: !!meta?.deletionTimestamp,
+    deleting,
     deletionGraceSeconds: meta?.deletionGracePeriodSeconds,
     // The API server sets deletionTimestamp to the deletion's time plus its grace.
     deletingSince:
@@ -128,10 +132,14 @@ export function memberOf(o: {
         : undefined,
     ready,
     troubleSince,
+    label: roleLabel(meta?.labels?.[ROLE_LABEL]),
     server,
     outdated: o.outdated,
   };
 }
+
+const roleLabel = (v: string | undefined): Role | undefined =>
+  v === 'primary' || v === 'replica' ? v : undefined;
 
 /** The parts of a StatefulSet its rollout revision is read from (a V1StatefulSet has them). */
 export interface RollingStatefulSet {

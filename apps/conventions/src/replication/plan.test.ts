@@ -403,4 +403,79 @@ describe('replication plan', () => {
     );
     assert.notEqual(lost.step?.kind, 'replace', 'no Pod is replaced while the primary is lost');
   });
+
+  describe('a manager that cannot reach the instances (their Pods Ready, by the kubelet)', () => {
+    /** Ready by the kubelet, carrying `label`, its server unreachable from this manager. */
+    const unseen = (ordinal: number, label: 'primary' | 'replica' | undefined) =>
+      member(ordinal, undefined, { ready: true, troubleSince: undefined, label });
+
+    test('reaching none: no step, every role label kept, the primary still serving; it says why', () => {
+      const p = plan(input([unseen(0, 'primary'), unseen(1, 'replica'), unseen(2, 'replica')]));
+      assert.equal(p.step, undefined);
+      assert.deepEqual(Object.fromEntries(p.roles), {
+        'db-0': 'primary',
+        'db-1': 'replica',
+        'db-2': 'replica',
+      });
+      assert.equal(p.currentPrimary, undefined, 'no server answered writable');
+      assert.equal(p.servingPrimary, 'db-0', 'the kubelet says the labelled primary serves');
+      assert.deepEqual(p.unobserved, ['db-0', 'db-1', 'db-2']);
+      assert.match(p.waiting ?? '', /cannot reach db-0, whose Pod is Ready/);
+      assert.equal(p.recheckInMs, undefined, 'no failover clock runs');
+    });
+
+    test('the named primary unreachable past any delay while standbys answer: no failover', () => {
+      // The standbys answer, and one no longer streams: the manager cannot tell a primary cut off
+      // from everyone from a manager cut off from the primary. The kubelet says it serves.
+      const p = plan(
+        input(
+          [unseen(0, 'primary'), member(1, standby(900n, { streaming: false })), member(2, standby(950n))],
+          {
+            failoverDelayMs: 0,
+          },
+        ),
+      );
+      assert.equal(p.step, undefined, "no failover on this manager's word alone");
+      assert.equal(p.roles.get('db-0'), 'primary');
+      assert.equal(p.roles.get('db-1'), undefined, 'known not to stream: out of -ro');
+      assert.equal(
+        p.roles.get('db-2'),
+        undefined,
+        'streaming, but it had no label: its lag cannot be measured, so it gains none',
+      );
+      const labelled = plan(
+        input([unseen(0, 'primary'), member(1, standby(950n), { label: 'replica' })], { failoverDelayMs: 0 }),
+      );
+      assert.equal(labelled.roles.get('db-1'), 'replica', 'a streaming replica keeps the label it has');
+    });
+
+    test('labels are kept, never gained: an unlabelled or wrongly labelled instance gets none', () => {
+      const p = plan(input([unseen(0, undefined), unseen(1, 'primary'), unseen(2, undefined)]));
+      assert.equal(p.roles.get('db-0'), undefined, 'never confirmed the primary: not put behind the Service');
+      assert.equal(
+        p.roles.get('db-1'),
+        undefined,
+        'a primary label on an instance that is not the named one',
+      );
+      assert.equal(p.servingPrimary, undefined);
+      assert.equal(p.step, undefined);
+    });
+
+    test('an unreachable instance that is also not Ready is in trouble: the primary fails over after the delay', () => {
+      // A hang (SIGSTOP) or a crash fails the kubelet's readiness probe: that is what starts the clock.
+      const hung = member(0, undefined, { ready: false, troubleSince: NOW - 10_000, label: 'primary' });
+      const p = plan(input([hung, member(1, standby(1000n)), member(2, standby(990n))]));
+      assert.equal(p.step?.kind === 'topology' && p.step.topology.primary, 'db-1');
+      assert.equal(p.roles.get('db-0'), undefined, 'not ready: out of the Service');
+    });
+
+    test('a writable instance the manager sees beside an unreachable named primary is still fenced', () => {
+      const stray = member(1, primary(2000n));
+      const p = plan(input([unseen(0, 'primary'), stray]));
+      assert.equal(p.step?.kind, 'fence');
+      assert.equal(p.step?.kind === 'fence' && p.step.pod, 'db-1');
+      assert.equal(p.roles.get('db-1'), undefined);
+      assert.equal(p.roles.get('db-0'), 'primary');
+    });
+  });
 });

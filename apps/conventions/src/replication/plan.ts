@@ -43,8 +43,13 @@ export interface Member {
   deletingSince?: number | undefined;
   /** The kubelet's readiness. */
   ready: boolean;
-  /** Since when (ms) the Pod has been missing, not ready or unreachable; undefined while healthy. */
+  /**
+   * Since when (ms) the Pod has been missing or not ready; undefined while the kubelet says it
+   * serves. A server that only this manager cannot reach is not in trouble by that alone.
+   */
   troubleSince: number | undefined;
+  /** The role label its Pod carries now: what the Services select, kept while the server is unobserved. */
+  label?: Role | undefined;
   /** Its Pod runs an older template than the StatefulSet's, and waits for the manager to replace it (OnDelete). */
   outdated?: boolean;
   server: Server | undefined;
@@ -107,8 +112,19 @@ export interface Plan {
   step: Step | undefined;
   /** Role labels: the client Service selects `primary`, the read-only one `replica`; others carry none. */
   roles: Map<string, Role | undefined>;
-  /** The writable instance that is also the named one. */
+  /** The writable instance that is also the named one, as its server answered this manager. */
   currentPrimary: string | undefined;
+  /**
+   * The instance that holds the primary role: currentPrimary, or the named one that this manager
+   * cannot reach while the kubelet reports its Pod Ready and it carries the primary label.
+   */
+  servingPrimary: string | undefined;
+  /**
+   * Instances whose Pod the kubelet reports Ready but whose server did not answer this manager.
+   * Their role labels are kept and nothing fails over on this manager's word alone: a manager cut
+   * off from the Pods must not take a serving database down.
+   */
+  unobserved: string[];
   /** Why nothing moves yet, when something should (for status and the requeue). */
   waiting: string | undefined;
   /** Milliseconds until the plan may change without any event (a failover delay running out). */
@@ -164,11 +180,17 @@ export function plan(input: PlanInput): Plan {
     step: undefined,
     roles: new Map(),
     currentPrimary: undefined,
+    servingPrimary: undefined,
+    unobserved: input.members.filter(unobserved).map((m) => m.pod),
     waiting: undefined,
     recheckInMs: undefined,
   };
   const primaryServer = named?.server?.writable ? named : undefined;
-  for (const m of input.members) result.roles.set(m.pod, roleOf(m, primaryServer, input));
+  // The named primary, unobserved, keeps serving by the kubelet's word while it carries the label.
+  const keptPrimary =
+    !primaryServer && named && unobserved(named) && named.label === 'primary' ? named : undefined;
+  for (const m of input.members) result.roles.set(m.pod, roleOf(m, primaryServer ?? keptPrimary, input));
+  result.servingPrimary = primaryServer?.pod ?? keptPrimary?.pod;
 
   // Another writable instance than the named one is fenced first, whatever else is going on:
   // a former primary (after a switchover or failover), or one that started writable by mistake.
@@ -291,7 +313,14 @@ export function plan(input: PlanInput): Plan {
     result.step = { kind: 'promote', pod: named.pod };
     return result;
   }
-  // The named one is gone, not ready or unreachable: fail over once it has been so for the delay,
+  // The named one's Pod is Ready, but its server did not answer this manager: the manager may be
+  // the one cut off. The kubelet, beside the instance, is the better witness; a failover now could
+  // leave two primaries, or take a serving one down. A hang or a crash makes the Pod not ready.
+  if (named && unobserved(named)) {
+    result.waiting = `the manager cannot reach ${named.pod}, whose Pod is Ready: nothing fails over on this manager's word alone`;
+    return result;
+  }
+  // The named one is gone or not ready: fail over once it has been so for the delay,
   // if a standby can take over at all (one instance waits for its Pod to come back).
   const best = successor(input, false);
   if (!best) {
@@ -360,12 +389,28 @@ function startedBefore(m: Member, t: Topology): boolean {
   return m.createdAt < Math.floor(t.since / 1000) * 1000 + 1000;
 }
 
+/** A Pod the kubelet reports Ready, not being deleted, whose server did not answer this manager. */
+const unobserved = (m: Member): boolean => m.ready && !m.deleting && !!m.uid && !m.server;
+
+/**
+ * The role label an instance should carry. What its server answered decides; an unobserved one
+ * (see Plan.unobserved) keeps the label it has, a replica's only while no answer contradicts it,
+ * and never gains one: no instance is put behind a Service on this manager's guess.
+ */
 function roleOf(m: Member, primary: Member | undefined, input: PlanInput): Role | undefined {
+  if (m.ordinal >= input.replicas && m !== primary) return undefined;
+  if (unobserved(m)) {
+    if (m === primary) return 'primary';
+    return m.label === 'replica' && m.pod !== input.topology.primary ? 'replica' : undefined;
+  }
   if (!m.ready || m.deleting || !m.server) return undefined;
   if (m === primary) return 'primary';
   const s = m.server;
-  if (s.writable || !s.streaming || !primary?.server || m.ordinal >= input.replicas) return undefined;
+  if (s.writable || !s.streaming || !primary) return undefined;
   if (input.systemId && s.systemId !== input.systemId) return undefined;
+  // A streaming replica of a primary this manager cannot reach: its lag can't be measured, so it
+  // keeps the label it has, and gains none.
+  if (!primary.server) return m.label === 'replica' ? 'replica' : undefined;
   // Within the lag bound of the primary's write position, or it serves stale reads.
   return primary.server.lsn - s.replayLsn <= input.maxLag ? 'replica' : undefined;
 }
@@ -393,4 +438,16 @@ function switchoverTarget(
       };
   }
   return undefined;
+}
+
+/** The instances, other than the primary, among the first `replicas`, that do not serve as replicas now. */
+export function notReplicating(
+  members: readonly Member[],
+  roles: ReadonlyMap<string, Role | undefined>,
+  primary: string,
+  replicas: number,
+): string[] {
+  return members
+    .filter((m) => m.pod !== primary && m.ordinal < replicas && roles.get(m.pod) !== 'replica')
+    .map((m) => m.pod);
 }

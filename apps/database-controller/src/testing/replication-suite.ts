@@ -12,14 +12,16 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as cadence } from 'node:timers/promises';
 import type { EventsV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
 import { isNotFound, KubeClient, Kinds, type ResourceType } from '@regulon/client';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { type Manager, type Condition, testManager } from '@regulon/runtime';
-import { eventually, localImageCatalog, start, type TestEnv } from '@regulon/testenv';
+import { cutOffFromPods, eventually, localImageCatalog, start, type TestEnv } from '@regulon/testenv';
 import { Database, type DatabaseObject } from '../api.ts';
 import { setupDatabaseController } from '../index.ts';
 import { SWITCHOVER_ANNOTATION } from '../replication/replication.ts';
+import { startManagerProcess, stopManagerProcess } from './manager-process.ts';
 import {
   lostWrites,
   readCredentials,
@@ -103,6 +105,11 @@ const gone = (read: () => Promise<unknown>) => () =>
     },
   );
 
+/** The group a manager process runs in when a test cuts it off from the Pods (see cutOffFromPods). */
+const CUT_OFF_GID = 64_242;
+/** The Database under test fails over after this long (spec.replication.failoverDelaySeconds). */
+const FAILOVER_DELAY_S = 5;
+
 export function describeReplication(e: EngineUnderTest): void {
   const { engine, name: NAME, container } = e;
   const pod = (ordinal: number) => `${NAME}-${ordinal}`;
@@ -116,6 +123,7 @@ export function describeReplication(e: EngineUnderTest): void {
     let version: string;
     let nextVersion: string;
     let catalog: ImageCatalog;
+    let catalogDocument: unknown;
     let writer: Writer | undefined;
     const dbs = () => client.resource(Database);
     const get = () => dbs().get(NAME, { namespace: ns });
@@ -134,10 +142,8 @@ export function describeReplication(e: EngineUnderTest): void {
       // patch version that this catalog maps, openly, to the same image. What it tests is the
       // roll (every Pod replaced under load, the primary handed over once), not a new binary.
       nextVersion = version.replace(/\d+$/, (p) => String(Number(p) + 1));
-      catalog = ImageCatalog.fromDocument(
-        { ...local, [engine]: [built, { version: nextVersion, image: built.image }] },
-        'testenv images',
-      );
+      catalogDocument = { ...local, [engine]: [built, { version: nextVersion, image: built.image }] };
+      catalog = ImageCatalog.fromDocument(catalogDocument, 'testenv images');
       startManager();
     });
     /** A manager on this host, as a fresh process would start one: empty caches, no memory. */
@@ -244,7 +250,7 @@ export function describeReplication(e: EngineUnderTest): void {
             replicas: 3,
             storage: { size: '1Gi' },
             backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 1 },
-            replication: { failoverDelaySeconds: 5 },
+            replication: { failoverDelaySeconds: FAILOVER_DELAY_S },
           },
         }),
       );
@@ -327,6 +333,104 @@ export function describeReplication(e: EngineUnderTest): void {
       t.diagnostic(`positions: ${positioned.status!.instances!.map((i) => `${i.name}=${i.lsn}`).join(' ')}`);
     });
 
+    test('the manager cut off from the Pods under write load: the Services keep every endpoint, nothing fails over, the Database says why; all as before once healed', async (t) => {
+      assert.ok(writer, 'the first test started the writer');
+      const before = await until('healthy before the partition', healthy);
+      const primary = before.status!.currentPrimary!;
+      const replicas = before
+        .status!.instances!.filter((i) => i.role === 'replica')
+        .map((i) => i.name)
+        .sort();
+      // The manager moves into a process of its own, in the group the partition cuts off; it starts
+      // with no memory, so it is also a new manager's first look. The API server stays reachable.
+      mgr.stop();
+      await running;
+      const child = startManagerProcess(
+        { kubeconfigPath: env.kubeconfigPath, namespace: ns, catalog: catalogDocument },
+        CUT_OFF_GID,
+      );
+      const partition = cutOffFromPods(CUT_OFF_GID);
+      const cutAt = Date.now();
+      const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
+      // Both Services' endpoints every 200 ms for the whole partition: any change is a finding.
+      const changes: string[] = [];
+      let sampling = true;
+      const watching = (async () => {
+        while (sampling) {
+          const [rw, ro] = await Promise.all([endpointsOf(NAME), endpointsOf(`${NAME}-ro`)]);
+          const at = `+${((Date.now() - cutAt) / 1000).toFixed(1)} s`;
+          if (rw.join() !== primary) changes.push(`${at} ${NAME} -> [${rw.join()}]`);
+          if (ro.join() !== replicas.join()) changes.push(`${at} ${NAME}-ro -> [${ro.join()}]`);
+          await cadence(200);
+        }
+      })();
+      let healedAt = 0;
+      try {
+        const blind = await until(
+          'the Database says the manager cannot reach its instances',
+          (db) => cond(db, 'InstancesReachable')?.status === 'False',
+          60_000,
+        );
+        const noticed = Date.now() - cutAt;
+        assert.equal(cond(blind, 'Ready')?.status, 'True', 'the instances serve: the kubelet says so');
+        assert.equal(blind.status?.currentPrimary, primary);
+        assert.deepEqual(
+          blind.status?.instances?.map((i) => `${i.name}:${i.role}:${i.state}`),
+          before.status!.instances!.map((i) => `${i.name}:${i.role}:Unreachable`),
+          'roles kept, states unknown',
+        );
+        assert.match(cond(blind, 'InstancesReachable')?.message ?? '', /cannot reach/);
+        // Writes acknowledged through the client Service four failover delays into the partition:
+        // a manager that judged by its own probes would have emptied the Services or failed over.
+        await explained(writer.waitForAckAfter(cutAt + 4 * FAILOVER_DELAY_S * 1000, 120_000));
+        partition.heal();
+        healedAt = Date.now();
+        await until(
+          'reachable again, every instance replicating',
+          (db) => cond(db, 'InstancesReachable')?.status === 'True' && healthy(db),
+          120_000,
+        );
+        const recovered = Date.now() - healedAt;
+        sampling = false;
+        await watching;
+        const summary = await sampler.stop();
+        assert.deepEqual(changes, [], 'the Services never changed');
+        assert.equal(
+          summary.maxWritableAtOnce,
+          1,
+          `never two writable: ${JSON.stringify(summary.splitBrainRounds)}`,
+        );
+        assert.deepEqual(summary.writableSequence, [primary], 'the primary never moved');
+        const reasons = await reasonsSince(cutAt);
+        assert.ok(
+          reasons.includes('InstancesUnreachable') && reasons.includes('InstancesReachable'),
+          `Events: ${reasons.join(', ')}`,
+        );
+        for (const moved of ['FailoverStarted', 'Fencing', 'Promoted'])
+          assert.ok(!reasons.includes(moved), `no ${moved}: ${reasons.join(', ')}`);
+        const outages = (await writer.outages()).filter((o) => o.toMs >= cutAt && o.fromMs <= healedAt);
+        const longest = Math.max(0, ...outages.map((o) => o.durationMs));
+        assert.ok(longest < FAILOVER_DELAY_S * 1000, `no write outage: the longest gap was ${longest} ms`);
+        const acked = await writer.acked();
+        const primaryRows = (await rowsEverywhere()).find((r) => r.pod === primary);
+        assert.ok(primaryRows?.ids, `read the primary: ${primaryRows?.error}`);
+        assert.deepEqual(lostWrites(acked, primaryRows.ids), [], 'no acknowledged write lost');
+        const during = (await writer.log()).acks.filter((a) => a.atMs >= cutAt && a.atMs <= healedAt).length;
+        t.diagnostic(
+          `manager cut off for ${((healedAt - cutAt) / 1000).toFixed(1)} s: InstancesReachable=False after ${(noticed / 1000).toFixed(1)} s; ` +
+            `${during} writes acknowledged meanwhile, longest gap ${longest} ms; Service endpoint changes ${changes.length}; ` +
+            `two-writable samples ${summary.splitBrainRounds.length} of ${summary.rounds}; reachable and healthy ${(recovered / 1000).toFixed(1)} s after healing`,
+        );
+      } finally {
+        sampling = false;
+        await watching;
+        partition.heal();
+        await sampler.stop().catch(() => {});
+        await stopManagerProcess(child);
+        startManager();
+      }
+    });
+
     /** The namespace's Events between two moments, as `+seconds object reason: message`. */
     const timeline = async (fromMs: number, toMs: number) => {
       const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
@@ -340,6 +444,23 @@ export function describeReplication(e: EngineUnderTest): void {
             `+${((at(e) - fromMs) / 1000).toFixed(1)} s ${e.regarding?.name} ${e.reason}: ${(e.note ?? '').slice(0, 160)}`,
         )
         .join('; ');
+    };
+
+    /** The reasons of the Events about the Database since a moment, oldest first. */
+    const reasonsSince = async (fromMs: number) => {
+      const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
+      const at = (x: EventsV1Event) =>
+        new Date(
+          x.series?.lastObservedTime ??
+            x.eventTime ??
+            x.deprecatedLastTimestamp ??
+            x.metadata?.creationTimestamp ??
+            0,
+        ).getTime();
+      return events
+        .filter((x) => x.regarding?.name === NAME && at(x) >= fromMs - 1000)
+        .sort((a, b) => at(a) - at(b))
+        .map((x) => x.reason ?? '');
     };
 
     /**
