@@ -26,8 +26,8 @@
 //     the package's start({ realNodes: 1 }) puts a Pod of its client image on
 //     the real node, where cluster DNS answers (the run's control plane and
 //     its real node, the machine's only one, when the run has them);
-//   - the installed scaffolder (@regulon/create, as `npm create @regulon`
-//     runs it) makes a project, `regulon create api` adds a kind, and the
+//   - the installed scaffolder (@regulon/create, run from its tarball as the
+//     README shows, the other tarballs found beside it) makes a project, `regulon create api` adds a kind, and the
 //     project's own `npm test` passes: tsc, deploy/ current, the generated
 //     test of its controller against the control plane.
 // Prints the tarball sizes, the size of the installed node_modules, the
@@ -51,6 +51,7 @@ import { basename, dirname, join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { eventually, start } from '@regulon/testenv';
+import { cleanEnv, sh } from './outside.ts';
 import { NODE_ENGINES, packAll, SHIPPED_TOOLS, type Packed } from './pack.ts';
 
 const execFileAsync = promisify(execFile);
@@ -274,42 +275,6 @@ let tarballs: string;
 let project: string;
 let packed: Packed[];
 let node22: string;
-
-/**
- * This process's environment minus what `npm test` sets for its own scripts
- * (the project's npm sees only its own configuration), minus node:test's
- * NODE_TEST_CONTEXT (with it, the project's `node --test` would report to
- * this runner in its binary protocol instead of printing its results), and
- * minus what would lead the project's testenv to this run's control plane or
- * binaries (REGULON_TESTENV_DIR, KUBECONFIG, REGULON_*_BIN): it finds its own.
- * REGULON_CACHE_DIR stays: it is the machine's cache, not the repository's.
- */
-function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const out: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (
-      !/^npm_(config|package|lifecycle)_/i.test(k) &&
-      !['INIT_CWD', 'NODE_TEST_CONTEXT', 'KUBECONFIG'].includes(k) &&
-      !(k.startsWith('REGULON_') && k !== 'REGULON_CACHE_DIR')
-    )
-      out[k] = v;
-  return { ...out, ...extra };
-}
-
-async function sh(cmd: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }) {
-  try {
-    return await execFileAsync(cmd, args, {
-      cwd: options.cwd,
-      env: options.env ?? cleanEnv(),
-      maxBuffer: 64 << 20,
-    });
-  } catch (err) {
-    const { stdout = '', stderr = '' } = err as { stdout?: string; stderr?: string };
-    throw new Error(`${cmd} ${args.join(' ')} failed:\n${stdout.slice(-4000)}\n${stderr.slice(-4000)}`, {
-      cause: err,
-    });
-  }
-}
 
 /** Bytes of the files under `dir`, not following links; `skip` leaves out nested directories by path. */
 function bytesUnder(dir: string, skip: (path: string) => boolean = () => false): number {
@@ -571,34 +536,28 @@ test("the installed regulon-generate writes the example operator's deploy/, --ch
 });
 
 /**
- * `npm create @regulon <name> --skip-install` run from the scaffolder's
- * tarball in `parent` (what npm create runs: npm exec @regulon/create), then
- * its dependencies installed. The registry has no @regulon packages: each
- * range the scaffolder wrote (^0.1.0) is pointed at its tarball, and the
- * packages they depend on with it (overrides).
+ * `npx --package <the scaffolder's tarball> create <name>` in `parent`, as the
+ * README shows until the first release: the scaffolder finds the other
+ * tarballs beside its own and installs the project's @regulon packages from
+ * them (`file:` specs, and overrides for the ones they depend on), never from
+ * the registry, which has none.
  */
 async function scaffold(parent: string, name: string): Promise<string> {
   const tarball = (pkg: string) => packed.find((p) => p.name === pkg)!.tarball;
-  await sh('npx', ['--yes', `--package=${tarball('@regulon/create')}`, 'create', name, '--skip-install'], {
+  // --yes answers npx's question; the rest of the install from the machine's npm cache first.
+  await sh('npx', ['--yes', `--package=${tarball('@regulon/create')}`, 'create', name], {
     cwd: parent,
+    env: cleanEnv({ npm_config_prefer_offline: 'true' }),
   });
   const dir = join(parent, name);
-  const manifestPath = join(dir, 'package.json');
-  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as {
+  const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
     dependencies: Record<string, string>;
     devDependencies: Record<string, string>;
-    overrides?: Record<string, string>;
   };
   const listed = { ...manifest.dependencies, ...manifest.devDependencies };
   const regulon = Object.keys(listed).filter((n) => n.startsWith('@regulon/'));
-  assert.ok(regulon.length > 0 && regulon.every((n) => listed[n] === '^0.1.0'), JSON.stringify(listed));
-  for (const deps of [manifest.dependencies, manifest.devDependencies])
-    for (const pkg of Object.keys(deps)) if (pkg.startsWith('@regulon/')) deps[pkg] = `file:${tarball(pkg)}`;
-  manifest.overrides = Object.fromEntries(
-    packed.filter((p) => !(p.name in listed)).map((p) => [p.name, `file:${p.tarball}`]),
-  );
-  writeFileSync(manifestPath, JSON.stringify(manifest, null, 2));
-  await sh('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir });
+  assert.ok(regulon.length > 0, JSON.stringify(listed));
+  for (const n of regulon) assert.equal(listed[n], `file:${relative(dir, tarball(n))}`, n);
   return dir;
 }
 
@@ -677,7 +636,7 @@ test("the tutorial's Memcached operator, its code taken from docs/your-first-ope
   );
   const createApi = /^npx (regulon create api .*)$/m.exec(doc)?.[1]?.split(' ');
   assert.ok(createApi, 'the tutorial runs regulon create api');
-  const name = /^npm create @regulon (\S+)$/m.exec(doc)?.[1];
+  const name = /^npx --package \S+\/regulon-create-\S+\.tgz create (\S+)$/m.exec(doc)?.[1];
   assert.equal(name, 'memcached-operator');
 
   const parent = mkdtempSync(join(tmpdir(), 'regulon-tutorial-'));

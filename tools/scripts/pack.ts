@@ -376,7 +376,8 @@ async function packOne(
   license: string | undefined,
 ): Promise<Packed> {
   const source = join(root, 'packages', dir);
-  const pkg = readManifest(source);
+  const read = readManifest(source);
+  const pkg = { ...read, version: versions.get(read.name) ?? read.version };
   const staging = mkdtempSync(join(tmpdir(), `regulon-pack-${dir}-`));
   try {
     const dist = join(staging, 'dist');
@@ -441,14 +442,22 @@ async function packOne(
   }
 }
 
-/** Packs the publishable packages (all by default) into `outDir`. */
+/**
+ * Packs the publishable packages (all by default) into `outDir`; with
+ * `version`, every one at that version instead of its manifest's (a release's
+ * dry run packs the version it would publish without writing it).
+ */
 export async function packAll(
   outDir: string,
   dirs: readonly (typeof PUBLISHABLE)[number][] = PUBLISHABLE,
+  version?: string,
 ): Promise<Packed[]> {
   mkdirSync(outDir, { recursive: true });
   const versions = new Map(
-    PUBLISHABLE.map((d) => readManifest(join(root, 'packages', d))).map((m) => [m.name, m.version]),
+    PUBLISHABLE.map((d) => readManifest(join(root, 'packages', d))).map((m) => [
+      m.name,
+      version ?? m.version,
+    ]),
   );
   const license = readManifest(root).license;
   // Settled, not Promise.all: a failure must not end the process while the

@@ -4,17 +4,22 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { NameError } from './names.ts';
 import { createApi, initProject } from './scaffold.ts';
+import { tarballDirOf } from './tarballs.ts';
 
 const USAGE = `usage:
-  regulon init [DIR] [--name NAME] [--skip-install]
+  regulon init [DIR] [--name NAME] [--skip-install] [--tarballs TARBALL_DIR]
       a new operator project in DIR (default: the current directory, if empty);
-      then npm install and npm run generate, unless --skip-install
+      then npm install and npm run generate, unless --skip-install; the
+      @regulon packages from the tarballs in TARBALL_DIR (\`npm run pack\`)
+      instead of the registry, by default when npm runs this from a tarball
   regulon create api --group GROUP --version VERSION --kind KIND [--plural PLURAL]
       a kind in the project of the current directory: its schema, controller
       and test; then npm run generate when the project's dependencies are installed`;
 
 interface Io {
   cwd: string;
+  /** npm's variables: which tarball npx runs this from (tarballDirOf). */
+  env: Readonly<Record<string, string | undefined>>;
   out: (line: string) => void;
   err: (line: string) => void;
   /** Runs a command in the project, its output passed through; returns its exit code. */
@@ -23,6 +28,7 @@ interface Io {
 
 const processIo: Io = {
   cwd: process.cwd(),
+  env: process.env,
   out: (line) => console.log(line),
   err: (line) => console.error(line),
   run: (cwd, command, args) => spawnSync(command, args, { cwd, stdio: 'inherit' }).status ?? 1,
@@ -54,12 +60,18 @@ function init(args: readonly string[], io: Io): number {
   const { values, positionals } = parseArgs({
     args: [...args],
     allowPositionals: true,
-    options: { name: { type: 'string' }, 'skip-install': { type: 'boolean' } },
+    options: {
+      name: { type: 'string' },
+      'skip-install': { type: 'boolean' },
+      tarballs: { type: 'string' },
+    },
   });
   if (positionals.length > 1) throw new NameError(`one directory at most, got: ${positionals.join(' ')}`);
   const dir = resolve(io.cwd, positionals[0] ?? '.');
-  const written = initProject(dir, { name: values.name });
+  const tarballs = values.tarballs === undefined ? tarballDirOf(io.env) : resolve(io.cwd, values.tarballs);
+  const written = initProject(dir, { name: values.name, tarballs });
   io.out(`wrote ${written.length} files in ${relative(io.cwd, dir) || '.'}`);
+  if (tarballs) io.out(`the @regulon packages come from the tarballs in ${tarballs}, not the registry`);
   const cd = relative(io.cwd, dir);
   if (values['skip-install']) {
     io.out(`next:${cd ? ` cd ${cd} &&` : ''} npm install && npm run generate`);

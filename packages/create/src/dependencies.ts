@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { NameError } from './names.ts';
 
 /** This package's own version: a new project asks for the Regulon packages it was made with. */
 export const REGULON_VERSION = (
@@ -33,3 +34,37 @@ export const PROJECT_DEV_DEPENDENCIES: Readonly<Record<string, string>> = {
 
 /** Node's own type stripping runs the project's TypeScript: 22.18 and later, 24. */
 export const PROJECT_NODE_ENGINES = '>=22.19.0';
+
+export interface ProjectDependencies {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  /** The @regulon packages the listed ones depend on, pinned to their local tarballs too. */
+  overrides?: Record<string, string>;
+}
+
+/**
+ * A new project's dependency fields: the registry ranges, or with `local`
+ * (package name → `file:` spec of its tarball) every @regulon package from
+ * its tarball. The ones a project does not list (@regulon/util, …) are
+ * reached through the listed ones' `^version` ranges, which npm would look up
+ * on the registry: `overrides` points them at their tarballs as well.
+ */
+export function projectDependencies(local?: ReadonlyMap<string, string>): ProjectDependencies {
+  if (!local)
+    return { dependencies: { ...PROJECT_DEPENDENCIES }, devDependencies: { ...PROJECT_DEV_DEPENDENCIES } };
+  const fromTarball = (deps: Readonly<Record<string, string>>) =>
+    Object.fromEntries(
+      Object.entries(deps).map(([name, range]) => {
+        if (!name.startsWith('@regulon/')) return [name, range];
+        const spec = local.get(name);
+        if (!spec) throw new NameError(`no tarball of ${name} ${REGULON_VERSION} beside the scaffolder's`);
+        return [name, spec];
+      }),
+    );
+  const listed = new Set([...Object.keys(PROJECT_DEPENDENCIES), ...Object.keys(PROJECT_DEV_DEPENDENCIES)]);
+  return {
+    dependencies: fromTarball(PROJECT_DEPENDENCIES),
+    devDependencies: fromTarball(PROJECT_DEV_DEPENDENCIES),
+    overrides: Object.fromEntries([...local].filter(([name]) => !listed.has(name)).sort()),
+  };
+}

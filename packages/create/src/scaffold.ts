@@ -1,12 +1,15 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { checkProjectName, kindNames, NameError, type ApiRequest, type KindNames } from './names.ts';
+import { localPackages } from './tarballs.ts';
 import { apiFiles, registrations } from './templates/api.ts';
 import { MARKERS, projectFiles } from './templates/project.ts';
 
 export interface InitOptions {
   /** Default: the directory's name. */
   name?: string | undefined;
+  /** A directory of the @regulon packages' tarballs (`npm run pack`) to install them from, instead of the registry. */
+  tarballs?: string | undefined;
 }
 
 /**
@@ -24,7 +27,8 @@ export function initProject(dir: string, options: InitOptions = {}): string[] {
         `${target} is not empty (${present.slice(0, 3).join(', ')}…): choose a new directory`,
       );
   }
-  return writeAll(target, projectFiles({ name }));
+  const local = options.tarballs ? localPackages(resolve(options.tarballs), target) : undefined;
+  return writeAll(target, projectFiles({ name, local }));
 }
 
 /**

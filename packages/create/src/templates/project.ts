@@ -2,7 +2,7 @@
 // as they are with Node's type stripping (no build step): the Dockerfile runs
 // src/main.ts, and `npm test` type-checks, checks the generated deploy/ and
 // runs the tests against testenv's control plane.
-import { PROJECT_DEPENDENCIES, PROJECT_DEV_DEPENDENCIES, PROJECT_NODE_ENGINES } from '../dependencies.ts';
+import { PROJECT_NODE_ENGINES, projectDependencies } from '../dependencies.ts';
 
 /** Where `regulon create api` adds a kind's import and entry: kept on their own lines. */
 export const MARKERS = {
@@ -14,12 +14,14 @@ export const MARKERS = {
 
 export interface ProjectOptions {
   name: string;
+  /** The @regulon packages' local tarballs (name → `file:` spec), before they are on the registry. */
+  local?: ReadonlyMap<string, string> | undefined;
 }
 
 /** `my-operator` → `MY_OPERATOR`: the prefix of the manager's environment variables. */
 export const envPrefix = (name: string) => name.toUpperCase().replaceAll('-', '_');
 
-export function projectFiles({ name }: ProjectOptions): Map<string, string> {
+export function projectFiles({ name, local }: ProjectOptions): Map<string, string> {
   const files = new Map<string, string>();
   files.set(
     'package.json',
@@ -35,8 +37,7 @@ export function projectFiles({ name }: ProjectOptions): Map<string, string> {
           generate: 'regulon-generate',
           test: "tsc && regulon-generate --check && regulon-testenv exec -- node --test 'src/**/*.test.ts'",
         },
-        dependencies: PROJECT_DEPENDENCIES,
-        devDependencies: PROJECT_DEV_DEPENDENCIES,
+        ...projectDependencies(local),
       },
       null,
       2,
