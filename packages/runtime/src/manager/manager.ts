@@ -183,7 +183,12 @@ export class Manager {
     this.logger.info({ metricsPort, healthPort, identity: this.identity }, 'manager starting');
     try {
       this.informers.start(cacheStop.signal);
-      await this.informers.waitForSync(stop, this.#o.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS);
+      try {
+        await this.informers.waitForSync(stop, this.#o.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS);
+      } catch (err) {
+        // Stopped while the caches synced: a graceful stop, as documented, not a failure.
+        if (!stop.aborted) throw err;
+      }
       if (stop.aborted) return;
       this.#synced = true;
       this.logger.info({ informers: this.informers.status().length }, 'caches synced');

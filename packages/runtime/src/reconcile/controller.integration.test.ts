@@ -482,4 +482,32 @@ describe('Manager and controller', () => {
     h.mgr.stop();
     await h.running;
   });
+
+  test('a manager stopped while its caches sync resolves: a graceful stop, not a failure', async () => {
+    const namespace = await env.newNamespace('stop-in-sync');
+    const logs = new LogCapture();
+    const mgr = new Manager({
+      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry: new Registry() }),
+      registry: new Registry(),
+      logger: createLogger({ level: 'debug', destination: logs }),
+      metricsBindAddress: '127.0.0.1:0',
+      healthBindAddress: '127.0.0.1:0',
+      namespace,
+    });
+    mgr
+      .controller('stop-in-sync')
+      .for(Kinds.ConfigMap)
+      .complete({ reconcile: async () => {} });
+    managers.push(mgr);
+    const running = mgr.start();
+    // In the same tick: start() has not even opened its listeners, let alone synced.
+    mgr.stop();
+    await running;
+    await assert.rejects(fetch(`http://127.0.0.1:${mgr.metricsServer.port}/metrics`), 'its servers closed');
+    assert.equal(
+      logs.lines.some((l) => l['msg'] === 'caches synced'),
+      false,
+      'it stopped before the caches synced',
+    );
+  });
 });
