@@ -11,7 +11,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { type Manager, testManager } from '@regulon/runtime';
-import { eventually, localImageCatalog, start, type TestEnv } from '@regulon/testenv';
+import { cutOffFromPods, eventually, localImageCatalog, start, type TestEnv } from '@regulon/testenv';
+import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
 import { Cache, type CacheObject } from './api.ts';
 import { clientPod, cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
 import { setupCacheController } from './index.ts';
@@ -22,6 +23,12 @@ const REPLICAS = 3;
 /** How long the writer writes; the primary's Pod is deleted WRITER_WARMUP_S into it. */
 const WRITER_SECONDS = 70;
 const WRITER_WARMUP_S = 8;
+/** The Cache fails over after this long (spec.replication.failoverDelaySeconds). */
+const FAILOVER_DELAY_S = 10;
+/** How long the partition scenario cuts the manager off: twice the failover delay. */
+const PARTITION_S = 2 * FAILOVER_DELAY_S;
+/** The group a manager process runs in when a test cuts it off from the Pods (see cutOffFromPods). */
+const CUT_OFF_GID = 64_242;
 
 const settled = (c: CacheObject) =>
   c.status?.observedGeneration === c.metadata.generation &&
@@ -47,6 +54,7 @@ describe('replicated redis on the real node', { timeout: 10 * 60_000 }, () => {
   let running: Promise<void>;
   let ns: string;
   let password: string;
+  let catalogDocument: unknown;
   const caches = () => client.resource<CacheObject>(Cache.type);
   const pods = () => client.resource<V1Pod>(Kinds.Pod);
   const get = () => caches().get(NAME, { namespace: ns });
@@ -99,15 +107,82 @@ describe('replicated redis on the real node', { timeout: 10 * 60_000 }, () => {
     const reply = (await ask(host, ['ROLE'])) as unknown[];
     return String(reply[0]);
   };
+  /** The sampler: every instance's ROLE every 200 ms, all asked at once; two masters in one round is a split brain. */
+  const sampleRoles = () => {
+    let sampling = true;
+    let rounds = 0;
+    const splitBrains: string[] = [];
+    const masters = new Set<string>();
+    const sampler = (async () => {
+      while (sampling) {
+        const started = Date.now();
+        const list = (await instancePods()).filter((p) => p.status?.podIP);
+        const roles = await Promise.all(
+          list.map(
+            async (p) =>
+              [p.metadata!.name!, await roleOf(p.status!.podIP!).catch(() => 'unreachable')] as const,
+          ),
+        );
+        rounds++;
+        const now = roles.filter(([, r]) => r === 'master').map(([n]) => n);
+        for (const m of now) masters.add(m);
+        if (now.length > 1) splitBrains.push(`${new Date(started).toISOString()}: ${now.join(', ')}`);
+        await new Promise((r) => setTimeout(r, Math.max(0, 200 - (Date.now() - started))));
+      }
+    })();
+    return {
+      async stop() {
+        sampling = false;
+        await sampler;
+        return { rounds, splitBrains, masters: [...masters] };
+      },
+    };
+  };
+  /** The writer: for `seconds`, a new connection per write through the client Service, one line per write. */
+  const writeFor = async (seconds: number): Promise<Write[]> =>
+    (
+      await inClient(
+        `end=$(( $(date +%s) + ${seconds} )); i=0
+while [ "$(date +%s)" -lt "$end" ]; do
+  i=$((i + 1))
+  out=$(timeout 1 redis-cli --no-auth-warning -h "$HOST" -p "$PORT" SET w$i $i 2>&1 | head -n1)
+  echo "$i $(date +%s%3N) \${out:-timeout}"
+done`,
+        (seconds + 60) * 1000,
+      )
+    )
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const [n, at, ...reply] = line.split(' ');
+        return { n: Number(n), at: Number(at), acked: reply.join(' ') === 'OK' };
+      });
+  /** How many of the writes' keys one instance holds, asked 500 at a time. */
+  const present = async (host: string, writes: Write[]) => {
+    let n = 0;
+    for (let i = 0; i < writes.length; i += 500)
+      n += Number(await ask(host, ['EXISTS', ...writes.slice(i, i + 500).map((w) => `w${w.n}`)]));
+    return n;
+  };
+  /** The longest time between two acknowledged writes. */
+  const longestGap = (acked: Write[]) => {
+    let gap = 0;
+    for (let i = 1; i < acked.length; i++) gap = Math.max(gap, acked[i]!.at - acked[i - 1]!.at);
+    return gap;
+  };
+  const startManager = () => {
+    mgr = testManager(env.kubeConfig, { namespace: ns });
+    setupCacheController(mgr, { imageCatalog: ImageCatalog.fromDocument(catalogDocument, 'testenv images') });
+    running = mgr.start();
+  };
   before(async () => {
     env = await start({ realNodes: 1 });
     await env.installCRDs([Cache.crd()]);
     client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 100, burst: 200 });
     ns = await env.newNamespace('replicated', { realNode: true });
     const local = await localImageCatalog();
-    mgr = testManager(env.kubeConfig, { namespace: ns });
-    setupCacheController(mgr, { imageCatalog: ImageCatalog.fromDocument(local, 'testenv images') });
-    running = mgr.start();
+    catalogDocument = local;
+    startManager();
     await caches().create(
       Cache.object({
         metadata: { name: NAME, namespace: ns },
@@ -119,7 +194,7 @@ describe('replicated redis on the real node', { timeout: 10 * 60_000 }, () => {
           memory: '64Mi',
           maxMemoryPercent: 50,
           auth: {},
-          replication: { failoverDelaySeconds: 10 },
+          replication: { failoverDelaySeconds: FAILOVER_DELAY_S },
         },
       }),
     );
@@ -204,43 +279,111 @@ describe('replicated redis on the real node', { timeout: 10 * 60_000 }, () => {
     );
   });
 
+  test('the manager cut off from the Pods under a write load: the Services keep every endpoint, nothing fails over, the Cache says why; all as before once healed', async (t) => {
+    assert.ok(password, 'the first test ran');
+    const before = await eventually(
+      'settled before the partition',
+      async () => settled(await get()) && get(),
+    );
+    const primary = before.status!.currentPrimary!;
+    const targets = async () =>
+      `${(await serviceTargets(client, ns, NAME)).join()} / ${(await serviceTargets(client, ns, `${NAME}-ro`)).join()}`;
+    const routing = await targets();
+    // The manager moves into a process of its own, in the group the partition cuts off; it starts
+    // with no memory, so it is also a new manager's first look. The API server stays reachable.
+    mgr.stop();
+    await running;
+    const child = startManagerProcess(
+      new URL('./testing/manager-process.ts', import.meta.url),
+      { kubeconfigPath: env.kubeconfigPath, namespace: ns, options: catalogDocument },
+      CUT_OFF_GID,
+    );
+    const partition = cutOffFromPods(CUT_OFF_GID);
+    const cutAt = Date.now();
+    const sampler = sampleRoles();
+    // Both Services' endpoints every 200 ms for the whole partition: any change is a finding.
+    const changes: string[] = [];
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        const now = await targets();
+        if (now !== routing) changes.push(`+${((Date.now() - cutAt) / 1000).toFixed(1)} s: ${now}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
+    try {
+      const writer = writeFor(PARTITION_S);
+      const blind = await eventually(
+        'the Cache says the manager cannot reach its instances',
+        async () => {
+          const c = await get();
+          return cond(c, 'InstancesReachable')?.status === 'False' && c;
+        },
+        60_000,
+      );
+      const noticed = Date.now() - cutAt;
+      assert.equal(cond(blind, 'Ready')?.status, 'True', 'the instances serve: the kubelet says so');
+      assert.equal(blind.status?.currentPrimary, primary);
+      const writes = await writer;
+      partition.heal();
+      const healedAt = Date.now();
+      await eventually(
+        'reachable again, every instance linked',
+        async () => {
+          const c = await get();
+          return cond(c, 'InstancesReachable')?.status === 'True' && settled(c);
+        },
+        60_000,
+      );
+      const recovered = Date.now() - healedAt;
+      watching = false;
+      await watcher;
+      const { rounds, splitBrains, masters } = await sampler.stop();
+      assert.deepEqual(changes, [], 'the Services never changed');
+      assert.deepEqual(splitBrains, [], 'never two masters at once');
+      assert.deepEqual(masters, [primary], 'the primary never moved');
+      const reasons = await eventReasons();
+      assert.ok(
+        reasons.includes('InstancesUnreachable') && reasons.includes('InstancesReachable'),
+        `Events: ${reasons.join(', ')}`,
+      );
+      for (const moved of ['FailoverStarted', 'Fencing', 'Promoted'])
+        assert.ok(!reasons.includes(moved), `no ${moved}: ${reasons.join(', ')}`);
+      const acked = writes.filter((w) => w.acked);
+      const gap = longestGap(acked);
+      assert.ok(
+        acked.length > 0 && gap < FAILOVER_DELAY_S * 1000,
+        `writes went on: the longest gap was ${gap} ms`,
+      );
+      const primaryPod = await pods().get(primary, { namespace: ns });
+      assert.equal(
+        await present(primaryPod.status!.podIP!, acked),
+        acked.length,
+        'no acknowledged write lost',
+      );
+      t.diagnostic(
+        `manager cut off for ${((healedAt - cutAt) / 1000).toFixed(1)} s: InstancesReachable=False after ${(noticed / 1000).toFixed(1)} s; ` +
+          `${acked.length} of ${writes.length} writes acknowledged meanwhile, longest gap ${gap} ms; Service endpoint changes ${changes.length}; ` +
+          `two-master samples ${splitBrains.length} of ${rounds}; reachable and linked ${(recovered / 1000).toFixed(1)} s after healing`,
+      );
+    } finally {
+      watching = false;
+      await watcher;
+      partition.heal();
+      await sampler.stop();
+      await stopManagerProcess(child);
+      startManager();
+    }
+  });
+
   test('the primary Pod deleted under a write load: a replica is promoted, writes resume, never two primaries, the old one rejoins', async (t) => {
     assert.ok(password, 'the first test ran');
     const before = await get();
     const oldPrimary = before.status!.currentPrimary!;
     const oldPod = await pods().get(oldPrimary, { namespace: ns });
 
-    // The sampler: every instance's ROLE every 200 ms, all asked at once; two masters in one round is a split brain.
-    let sampling = true;
-    let rounds = 0;
-    const splitBrains: string[] = [];
-    const sampler = (async () => {
-      while (sampling) {
-        const started = Date.now();
-        const list = (await instancePods()).filter((p) => p.status?.podIP);
-        const roles = await Promise.all(
-          list.map(
-            async (p) =>
-              [p.metadata!.name!, await roleOf(p.status!.podIP!).catch(() => 'unreachable')] as const,
-          ),
-        );
-        rounds++;
-        const masters = roles.filter(([, r]) => r === 'master').map(([n]) => n);
-        if (masters.length > 1) splitBrains.push(`${new Date(started).toISOString()}: ${masters.join(', ')}`);
-        await new Promise((r) => setTimeout(r, Math.max(0, 200 - (Date.now() - started))));
-      }
-    })();
-
-    // The writer: a new connection per write through the client Service, one line per write.
-    const writer = inClient(
-      `end=$(( $(date +%s) + ${WRITER_SECONDS} )); i=0
-while [ "$(date +%s)" -lt "$end" ]; do
-  i=$((i + 1))
-  out=$(timeout 1 redis-cli --no-auth-warning -h "$HOST" -p "$PORT" SET w$i $i 2>&1 | head -n1)
-  echo "$i $(date +%s%3N) \${out:-timeout}"
-done`,
-      (WRITER_SECONDS + 60) * 1000,
-    );
+    const sampler = sampleRoles();
+    const writer = writeFor(WRITER_SECONDS);
     await new Promise((r) => setTimeout(r, WRITER_WARMUP_S * 1000));
     const deletedAt = Date.now();
     await pods().delete(oldPrimary, { namespace: ns });
@@ -274,20 +417,12 @@ done`,
     assert.ok(readyPod(rejoined));
     assert.equal(await roleOf(rejoined.status!.podIP!), 'slave', 'the old primary rejoined as a replica');
 
-    const writes: Write[] = (await writer)
-      .trim()
-      .split('\n')
-      .map((line) => {
-        const [n, at, ...reply] = line.split(' ');
-        return { n: Number(n), at: Number(at), acked: reply.join(' ') === 'OK' };
-      });
-    sampling = false;
-    await sampler;
+    const writes = await writer;
+    const { rounds, splitBrains } = await sampler.stop();
 
     // The outage: the longest run without an acknowledged write, around the deletion.
     const acked = writes.filter((w) => w.acked);
-    let outage = 0;
-    for (let i = 1; i < acked.length; i++) outage = Math.max(outage, acked[i]!.at - acked[i - 1]!.at);
+    const outage = longestGap(acked);
     const afterDeletion = acked.filter((w) => w.at > deletedAt);
     assert.ok(afterDeletion.length > 0, 'writes resumed after the failover');
     const failed = writes.filter((w) => !w.acked).length;
@@ -295,12 +430,7 @@ done`,
     // Acknowledged keys lost: asked on the new primary, 500 keys at a time.
     const c = await get();
     const primaryPod = await pods().get(c.status!.currentPrimary!, { namespace: ns });
-    let present = 0;
-    for (let i = 0; i < acked.length; i += 500) {
-      const keys = acked.slice(i, i + 500).map((w) => `w${w.n}`);
-      present += Number(await ask(primaryPod.status!.podIP!, ['EXISTS', ...keys]));
-    }
-    const lost = acked.length - present;
+    const lost = acked.length - (await present(primaryPod.status!.podIP!, acked));
 
     t.diagnostic(
       `writes ${writes.length} (${acked.length} acknowledged, ${failed} refused or timed out); outage ${(outage / 1000).toFixed(1)} s; acknowledged keys lost ${lost}; every instance replicating again ${allReplicating.toFixed(1)} s after the deletion; sampler rounds ${rounds}, split brains ${splitBrains.length}`,

@@ -12,3 +12,9 @@ export type { Phase } from './phase.ts';
 export { rolledOut } from './rollout.ts';
 export type { Workload } from './rollout.ts';
 export * from './replication/index.ts';
+export {
+  runManagerProcess,
+  startManagerProcess,
+  stopManagerProcess,
+  type ManagerProcessConfig,
+} from './testing/manager-process.ts';

@@ -17,11 +17,11 @@ import type { EventsV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-n
 import { isNotFound, KubeClient, Kinds, type ResourceType } from '@regulon/client';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { type Manager, type Condition, testManager } from '@regulon/runtime';
+import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
 import { cutOffFromPods, eventually, localImageCatalog, start, type TestEnv } from '@regulon/testenv';
 import { Database, type DatabaseObject } from '../api.ts';
 import { setupDatabaseController } from '../index.ts';
 import { SWITCHOVER_ANNOTATION } from '../replication/replication.ts';
-import { startManagerProcess, stopManagerProcess } from './manager-process.ts';
 import {
   lostWrites,
   readCredentials,
@@ -346,7 +346,8 @@ export function describeReplication(e: EngineUnderTest): void {
       mgr.stop();
       await running;
       const child = startManagerProcess(
-        { kubeconfigPath: env.kubeconfigPath, namespace: ns, catalog: catalogDocument },
+        new URL('./manager-process.ts', import.meta.url),
+        { kubeconfigPath: env.kubeconfigPath, namespace: ns, options: catalogDocument },
         CUT_OFF_GID,
       );
       const partition = cutOffFromPods(CUT_OFF_GID);
