@@ -80,7 +80,7 @@ func (db *database) postgresContainer(credentials, image string) map[string]any 
 		"readinessProbe": map[string]any{
 			"exec": map[string]any{"command": []any{
 				"sh", "-c",
-				`PGPASSWORD="$SUPERUSER_PASSWORD" psql -h 127.0.0.1 -U "$SUPERUSER" -d postgres -tAXc "select 1" >/dev/null`,
+				`PGPASSWORD="$SUPERUSER_PASSWORD" timeout 3 psql -h 127.0.0.1 -U "$SUPERUSER" -d postgres -tAXc "select 1" >/dev/null`,
 			}},
 			"periodSeconds":    int64(5),
 			"timeoutSeconds":   int64(4),

@@ -72,8 +72,9 @@ export function mariadbContainer(db: DatabaseObject, credentialsSecret: string, 
         command: [
           'sh',
           '-c',
-          // The password from the environment (MYSQL_PWD), never on a command line.
-          `MYSQL_PWD="$SUPERUSER_PASSWORD" mariadb --no-defaults -h 127.0.0.1 -P ${PORT} -u "$SUPERUSER" --connect-timeout=3 -N -B -e "select 1" >/dev/null`,
+          // The password from the environment (MYSQL_PWD), never on a command line. Bounded by
+          // `timeout` as postgres's is (see postgres/pod.ts): a hung server must fail the probe.
+          `MYSQL_PWD="$SUPERUSER_PASSWORD" timeout 3 mariadb --no-defaults -h 127.0.0.1 -P ${PORT} -u "$SUPERUSER" --connect-timeout=3 -N -B -e "select 1" >/dev/null`,
         ],
       },
       periodSeconds: 5,

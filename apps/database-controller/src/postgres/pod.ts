@@ -74,11 +74,14 @@ export function postgresContainer(db: DatabaseObject, credentialsSecret: string,
     // pgBackRest's settings after the instance's: pg1-user refers to $(SUPERUSER).
     env: [...instanceEnv(db, credentialsSecret), ...pgbackrestEnv(db, PGDATA)],
     readinessProbe: {
+      // The probe bounds itself: containerd reports an exec probe's timeout only once its output
+      // closes, and a psql waiting on a hung server (SIGSTOP) holds it open, so the Pod stayed
+      // Ready. The kubelet's readiness is what starts a failover (plan.ts): a hang must fail it.
       exec: {
         command: [
           'sh',
           '-c',
-          'PGPASSWORD="$SUPERUSER_PASSWORD" psql -h 127.0.0.1 -U "$SUPERUSER" -d postgres -tAXc "select 1" >/dev/null',
+          'PGPASSWORD="$SUPERUSER_PASSWORD" timeout 3 psql -h 127.0.0.1 -U "$SUPERUSER" -d postgres -tAXc "select 1" >/dev/null',
         ],
       },
       periodSeconds: 5,

@@ -73,18 +73,24 @@ export interface EngineUnderTest {
  * kubelet's cgroups carry the Pod's uid.
  */
 export function serverPid(podUid: string, matches: (argv: string[]) => boolean): number | undefined {
+  return podPids(podUid, matches)[0];
+}
+
+/** The host PIDs of a Pod's processes that `matches` (the kubelet's cgroups carry the Pod's uid). */
+export function podPids(podUid: string, matches: (argv: string[]) => boolean): number[] {
+  const found: number[] = [];
   const marks = [podUid, podUid.replace(/-/g, '_')];
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const cgroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
       if (!marks.some((m) => cgroup.includes(m))) continue;
-      if (matches(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'))) return Number(pid);
+      if (matches(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'))) found.push(Number(pid));
     } catch {
       // The process ended while being read.
     }
   }
-  return undefined;
+  return found;
 }
 
 const cond = (db: DatabaseObject, type: string): Condition | undefined =>
@@ -623,6 +629,33 @@ export function describeReplication(e: EngineUnderTest): void {
         // The restarted server may be back before the failover delay ends, or a replica promoted: either is right.
         false,
       );
+    });
+
+    test("the primary's processes hung (SIGSTOP) under write load: its readiness fails, a replica takes over, never two writable", async (t) => {
+      // A hang the kubelet does not report as a crash: the container runs, the server answers no one.
+      // Every process of the Pod but the sandbox's pause is stopped; the fence's kill ends them.
+      let hung: number[] = [];
+      try {
+        const { lost } = await underLoad(
+          t,
+          'primary hung',
+          async (primary) => {
+            const p = await pods().get(primary, { namespace: ns });
+            hung = podPids(p.metadata!.uid!, (argv) => !/(^|\/)pause$/.test(argv[0] ?? ''));
+            assert.ok(hung.length > 0, `the processes of ${primary}`);
+            for (const pid of hung) process.kill(pid, 'SIGSTOP');
+          },
+          true,
+        );
+        t.diagnostic(`primary hung (asynchronous): ${lost.length} acknowledged writes lost`);
+      } finally {
+        for (const pid of hung)
+          try {
+            process.kill(pid, 'SIGCONT');
+          } catch {
+            // Killed by the fence, as it should be.
+          }
+      }
     });
 
     test('asynchronous replication, the primary crashed (process killed, Pod deleted) under write load: a replica takes over; the writes lost are counted', async (t) => {
