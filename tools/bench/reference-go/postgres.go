@@ -11,6 +11,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 //go:embed postgres-files.json
@@ -49,7 +50,8 @@ const (
 // operatorSettings: postgresql.conf's lines before spec.parameters.
 func (db *database) operatorSettings() string {
 	if db.synchronous {
-		return postgresFiles.OperatorSettings.Synchronous
+		// The synchronous standbys are named after the Database (config.ts synchronousStandbys).
+		return strings.ReplaceAll(postgresFiles.OperatorSettings.Synchronous, "{{name}}", db.name)
 	}
 	return postgresFiles.OperatorSettings.Asynchronous
 }
