@@ -478,12 +478,14 @@ test('the manager with only its ServiceAccount token reconciles every sample to 
   );
   // KWOK's Pods run no server: the manager asks both instances over SQL (reading its replication
   // Secret and the topology as its ServiceAccount), gets no answer, and says so.
-  await waitFor(`${db} observed with two instances, NoPrimary`, async () => {
+  await waitFor(`${db} observed with two instances, neither reachable`, async () => {
     const got = await getJson<DatabaseObject>('database', db, '-n', ns);
+    const reach = got?.status?.conditions?.find((c) => c.type === 'InstancesReachable');
     return (
       got?.status?.observedGeneration === got?.metadata.generation &&
       got?.status?.instances?.length === 2 &&
-      got.status.conditions?.find((c) => c.type === 'Ready')?.reason === 'NoPrimary'
+      reach?.status === 'False' &&
+      /cannot reach \S+-0, \S+-1;/.test(reach.message)
     );
   });
   for (const [kind, name] of [
@@ -497,14 +499,19 @@ test('the manager with only its ServiceAccount token reconciles every sample to 
     ['serviceaccount', n.serviceAccount],
   ] as const)
     assert.ok(await getJson(kind, name, '-n', ns), `${kind}/${name} created`);
-  const primary = await getJson<{ metadata: { labels: Record<string, string> } }>(
-    'pod',
-    `${n.statefulSet}-0`,
-    '-n',
-    ns,
-  );
-  // The label the Single-instance Database had is removed (Pod patch): no evidence, no role.
-  assert.equal(primary?.metadata.labels['regulon.dev/role'], undefined, 'no role without an answer over SQL');
+  const roles = async (ordinal: number) =>
+    (
+      await getJson<{ metadata: { labels: Record<string, string> } }>(
+        'pod',
+        `${n.statefulSet}-${ordinal}`,
+        '-n',
+        ns,
+      )
+    )?.metadata.labels['regulon.dev/role'];
+  // The single instance's role stays (the kubelet reports it Ready; the manager, which may be the
+  // one cut off, changes nothing it cannot see), and the new instance gains none without an answer.
+  assert.equal(await roles(0), 'primary', 'the role it had is kept');
+  assert.equal(await roles(1), undefined, 'no role without an answer over SQL');
 
   // A Database naming a missing Secret: Degraded, and a Warning Event (events.k8s.io create).
   const orphan = stringify({

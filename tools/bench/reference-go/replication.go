@@ -8,7 +8,10 @@ package main
 // what the benchmark runs, this is the same work. For more instances the
 // TypeScript controller probes each server over SQL; the reference does not
 // (no postgres driver), so it sees them as the TypeScript controller sees
-// unreachable servers: no primary, nothing promoted.
+// unreachable servers: no primary, nothing promoted. (The TypeScript
+// controller also keeps the role label of a Ready Pod it cannot reach and
+// reports InstancesReachable; replicated Databases are not in the benchmark,
+// and the reference does not model that.)
 
 import (
 	"math"
