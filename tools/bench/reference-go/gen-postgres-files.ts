@@ -19,16 +19,12 @@ import {
 } from '../../../apps/database-controller/src/postgres/start-script.ts';
 
 export const POSTGRES_FILES_PATH = join(import.meta.dirname, 'postgres-files.json');
-/** Where the Database's name goes in the texts (postgres.go replaces it). */
-const NAME_PLACEHOLDER = '{{name}}';
 export const REGENERATE_COMMAND = 'npx node tools/bench/reference-go/gen-postgres-files.ts';
 
 /** postgres-files.json's content, rendered from the TypeScript controller now. */
 export function postgresFilesJson(): string {
   const settings = (synchronous: boolean) =>
     postgresOperatorSettings({
-      // The synchronous standbys are named after the Database: the Go side puts its name in.
-      metadata: { name: NAME_PLACEHOLDER },
       spec: { engine: 'postgres', replication: { synchronous } },
     } as unknown as DatabaseObject)
       .map(([k, v]) => `${k} = ${v}\n`)

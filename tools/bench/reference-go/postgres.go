@@ -11,7 +11,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 //go:embed postgres-files.json
@@ -50,8 +49,7 @@ const (
 // operatorSettings: postgresql.conf's lines before spec.parameters.
 func (db *database) operatorSettings() string {
 	if db.synchronous {
-		// The synchronous standbys are named after the Database (config.ts synchronousStandbys).
-		return strings.ReplaceAll(postgresFiles.OperatorSettings.Synchronous, "{{name}}", db.name)
+		return postgresFiles.OperatorSettings.Synchronous
 	}
 	return postgresFiles.OperatorSettings.Asynchronous
 }
