@@ -33,9 +33,6 @@ export const GROUP = 'regulon.dev';
  * catalog's to say (@regulon/image-catalog), and it can change while
  * Databases exist, so the schema checks the form and the reconciler the rest.
  */
-/** The most instances a Database runs: the synchronous standby list names every one it could have. */
-export const MAX_REPLICAS = 5;
-
 const wellFormed = (v: string) => `${v}.matches('${VERSION_PATTERN.source}')`;
 /** A CEL string literal (CEL's double-quoted escapes are JSON's). */
 const celStr = (s: string) => JSON.stringify(s);
@@ -134,7 +131,7 @@ const databaseSpec = <R extends TSchema>(replication: R) =>
       ),
       replicas: Type.Integer({
         minimum: 1,
-        maximum: MAX_REPLICAS,
+        maximum: 5,
         default: 1,
         description:
           'Instances: one primary and replicas - 1 streaming replicas (postgres, mariadb; mysql runs one). The primary starts on ordinal 0 and moves on failover or switchover.',

@@ -1,5 +1,4 @@
-import { MAX_REPLICAS, type DatabaseObject } from './api.ts';
-import { podName } from './names.ts';
+import type { DatabaseObject } from './api.ts';
 import { PARAMETER_LIMITS, parameterProblem } from './parameters.ts';
 import { renderMycnf } from './mariadb/start-script.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
@@ -32,9 +31,8 @@ const postgresValue = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, 
  * What the operator sets in postgresql.conf, before the user's parameters:
  * where it listens, the pg_hba.conf it mounts, and what streaming
  * replication and pg_rewind need (WAL for standbys, slots, hint bits logged).
- * Synchronous replication waits for any one of the instances' standbys, named
- * (see synchronousStandbys): whichever replica is promoted later, the most
- * advanced one has every acknowledged commit.
+ * Synchronous replication waits for any one standby (`ANY 1 (*)`): whichever
+ * replica is promoted later, the most advanced one has every acknowledged commit.
  * With an object store, archive_mode and archive_command hand each WAL segment
  * to pgBackRest.
  */
@@ -49,23 +47,10 @@ export function postgresOperatorSettings(db: DatabaseObject): Array<[string, str
     ['max_wal_senders', '10'],
     ['max_replication_slots', '10'],
   ];
-  if (db.spec.replication?.synchronous)
-    settings.push(['synchronous_standby_names', `'${synchronousStandbys(db)}'`]);
+  if (db.spec.replication?.synchronous) settings.push(['synchronous_standby_names', `'ANY 1 (*)'`]);
   // With spec.backup.objectStore: every WAL segment is archived by pgBackRest (backup/pgbackrest.ts).
   settings.push(...archiveSettings(db));
   return settings;
-}
-
-/**
- * `ANY 1 ("<db>-0", ..., "<db>-4")`: the standbys by name (their application_name is the Pod's),
- * never `*`, which would also count a clone's pg_basebackup stream (application_name
- * pg_basebackup) as the confirming standby, acknowledging commits no instance holds. Every name
- * a Database could run is listed, so a scale changes nothing here (and restarts nothing); a name
- * with no Pod never connects, and the primary's own never streams.
- */
-export function synchronousStandbys(db: DatabaseObject): string {
-  const names = Array.from({ length: MAX_REPLICAS }, (_, i) => `"${podName(db, i)}"`);
-  return `ANY 1 (${names.join(', ')})`;
 }
 
 /**
