@@ -19,24 +19,51 @@ export interface Partition {
  * node's teardown, which removes every rule added since the node started.
  */
 export function cutOffFromPods(gid: number): Partition {
-  const rule = [
-    'OUTPUT',
-    '-m',
-    'owner',
-    '--gid-owner',
-    String(gid),
-    '-d',
-    NODE_NETWORK.podSubnet,
-    '-j',
-    'DROP',
-  ];
+  return dropFromGroup(gid, ['-d', NODE_NETWORK.podSubnet]);
+}
+
+/**
+ * Drops every packet that a process of group `gid` sends to the API server at
+ * `server` (the control plane's URL, on this host): the agent or manager in
+ * that group keeps running and keeps its view of the Pods, but every request
+ * and watch hangs, as for a process on the far side of a partition from the
+ * control plane. Matched by group as {@link cutOffFromPods} is. Needs root and
+ * iptables; see {@link faultsUnsupported}.
+ */
+export function cutOffFromApiServer(gid: number, server: string): Partition {
+  const url = new URL(server);
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return dropFromGroup(gid, ['-d', url.hostname, '-p', 'tcp', '--dport', port]);
+}
+
+/** Drops what processes of group `gid` send that `match` matches, until heal(). */
+function dropFromGroup(gid: number, match: string[]): Partition {
+  const rule = ['OUTPUT', '-m', 'owner', '--gid-owner', String(gid), ...match, '-j', 'DROP'];
   sh('iptables', ['-w', '-I', ...rule]);
   let healed = false;
   return {
     heal() {
       if (healed) return;
       healed = true;
+      // Gone already when a real node's teardown, which restores the rules
+      // it found, ran meanwhile.
+      try {
+        sh('iptables', ['-w', '-C', ...rule]);
+      } catch {
+        return;
+      }
       sh('iptables', ['-w', '-D', ...rule]);
     },
   };
+}
+
+/** Why this process cannot make the partitions above, or undefined when it can. */
+export function faultsUnsupported(): string | undefined {
+  if (process.getuid?.() !== 0) return 'partitions need root (iptables rules matched by group)';
+  try {
+    sh('iptables', ['-w', '-S', 'OUTPUT']);
+  } catch (err) {
+    return `partitions need iptables, which did not answer: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
+  }
+  return undefined;
 }

@@ -37,7 +37,7 @@ export {
 } from './images.ts';
 export { ensureDebianPackages, missingDebianPackages, type DebianPackagesOptions } from './debian.ts';
 export { ensureNodeBinaries, type NodeBinaries } from './binaries.ts';
-export { cutOffFromPods, type Partition } from './faults.ts';
+export { cutOffFromPods, cutOffFromApiServer, faultsUnsupported, type Partition } from './faults.ts';
 export { REAL_NODE_LABEL, realNodeUnsupported, NODE_PACKAGES, loadImagesIntoRealNode } from './real-node.ts';
 export {
   startObjectStore,

@@ -1,0 +1,232 @@
+// The agent as a process against the real API server, with a stand-in engine
+// (testing/engine.ts) whose role is a file the test writes. What is checked is
+// the Lease's promise: an engine that accepts writes is fenced before any
+// other candidate, watching the Lease, can acquire it; a graceful stop stops
+// the engine before the Lease goes. The agent runs in a group of its own so
+// that the test can cut it alone off from the API server.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Kinds, KubeClient, retyped, type KubeObject } from '@regulon/client';
+import { LeaderElector } from '@regulon/runtime';
+import { cutOffFromApiServer, eventually, faultsUnsupported, start, type TestEnv } from '@regulon/testenv';
+import { FENCED_EXIT_CODE } from './agent.ts';
+
+const MAIN = join(import.meta.dirname, 'main.ts');
+const ENGINE = join(import.meta.dirname, 'testing', 'engine.ts');
+const LEASE = 'orders-primary';
+/** The agent's group: what the partition matches. Any id no other process here uses. */
+const AGENT_GID = 47_613;
+/** Short Lease timings, in the proportions of the defaults (15 s, 10 s, 2 s). */
+const TIMINGS = { lease: 6_000, renew: 4_000, retry: 1_000 };
+
+interface Lease extends KubeObject {
+  spec?: { holderIdentity?: string; renewTime?: string; acquireTime?: string };
+}
+
+interface Agent {
+  child: ChildProcess;
+  dir: string;
+  exited: Promise<number | null>;
+  /** The stand-in engine's pid, once the agent has logged it. */
+  enginePid(): Promise<number>;
+  /** The engine's pid if the agent has logged it. */
+  engineStarted(): number | undefined;
+  setRole(role: 'primary' | 'replica'): void;
+  logs: string[];
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const unsupported = faultsUnsupported();
+
+describe('instance agent and the primary Lease', { skip: unsupported }, () => {
+  let env: TestEnv;
+  let client: KubeClient;
+  const agents: Agent[] = [];
+  const electors: LeaderElector[] = [];
+
+  before(async () => {
+    env = await start();
+    client = KubeClient.fromKubeConfig(env.kubeConfig);
+  });
+  after(async () => {
+    for (const a of agents) {
+      a.child.kill('SIGKILL');
+      // A killed agent leaves its engine running (in a container, PID 1's
+      // end would take it along); the engine leads a process group.
+      const pid = a.engineStarted();
+      if (pid && alive(pid)) process.kill(-pid, 'SIGKILL');
+    }
+    await Promise.all(electors.map((e) => e.release()));
+    for (const a of agents) rmSync(a.dir, { recursive: true, force: true });
+    await env.stop();
+  });
+
+  const leases = () => client.resource(retyped<Lease>(Kinds.Lease));
+  const holder = async (namespace: string) =>
+    (await leases().get(LEASE, { namespace })).spec?.holderIdentity ?? '';
+
+  function startAgent(namespace: string, identity: string, role: 'primary' | 'replica'): Agent {
+    const dir = mkdtempSync(join(tmpdir(), 'regulon-agent-'));
+    // The agent and its engine run in another group: they write here.
+    chmodSync(dir, 0o777);
+    const setRole = (r: string) => writeFileSync(join(dir, 'role'), r);
+    setRole(role);
+    const child = spawn(
+      process.execPath,
+      [
+        MAIN,
+        ...['--namespace', namespace, '--lease', LEASE, '--identity', identity],
+        ...['--role-command', `cat ${join(dir, 'role')}`, '--role-interval-ms', '200'],
+        ...['--lease-duration-ms', String(TIMINGS.lease), '--renew-deadline-ms', String(TIMINGS.renew)],
+        ...['--retry-period-ms', String(TIMINGS.retry), '--acquire-grace-ms', '3000'],
+        '--',
+        process.execPath,
+        ENGINE,
+        dir,
+      ],
+      {
+        gid: AGENT_GID,
+        env: { ...process.env, KUBECONFIG: env.kubeconfigPath },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const logs: string[] = [];
+    let buffered = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffered += chunk;
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      logs.push(...lines);
+    });
+    const exited = once(child, 'exit').then(([code]) => code as number | null);
+    const engineStarted = () => {
+      for (const line of logs) {
+        const entry = JSON.parse(line) as { msg?: string; pid?: number };
+        if (entry.msg === 'engine started' && entry.pid) return entry.pid;
+      }
+      return undefined;
+    };
+    const agent: Agent = {
+      child,
+      dir,
+      exited,
+      logs,
+      setRole,
+      engineStarted,
+      enginePid: () => eventually('the agent to start its engine', engineStarted),
+    };
+    agents.push(agent);
+    return agent;
+  }
+
+  function observer(namespace: string, identity: string, onLeading: () => void): LeaderElector {
+    const elector = new LeaderElector({
+      client,
+      namespace,
+      name: LEASE,
+      identity,
+      leaseDurationMs: TIMINGS.lease,
+      renewDeadlineMs: TIMINGS.renew,
+      retryPeriodMs: TIMINGS.retry,
+      onStartedLeading: onLeading,
+      onStoppedLeading: () => undefined,
+    });
+    electors.push(elector);
+    elector.run().catch(() => undefined);
+    return elector;
+  }
+
+  test('holds the Lease while its engine accepts writes; a graceful stop stops the engine, then releases', async () => {
+    const namespace = await env.newNamespace('agent-stop');
+    const agent = startAgent(namespace, 'orders-0', 'primary');
+    await eventually('the agent to hold the Lease', async () => (await holder(namespace)) === 'orders-0');
+    await eventually('the engine to handle a stop', () => existsSync(join(agent.dir, 'ready')));
+    agent.child.kill('SIGTERM');
+    const code = await agent.exited;
+    assert.equal(code, 0, `the engine stopped cleanly, and so did the agent:\n${agent.logs.join('\n')}`);
+    const stoppedAt = Number(readFileSync(join(agent.dir, 'stopped'), 'utf8'));
+    const lease = await leases().get(LEASE, { namespace });
+    assert.equal(lease.spec?.holderIdentity, '', 'released: a successor need not wait out the Lease');
+    const releasedAt = Date.parse(lease.spec.renewTime!);
+    assert.ok(
+      releasedAt >= stoppedAt,
+      `the Lease was released (${releasedAt}) only after the engine had stopped (${stoppedAt})`,
+    );
+  });
+
+  test('cut off from the API server, it fences its engine before another candidate can acquire the Lease', async () => {
+    const namespace = await env.newNamespace('agent-cut');
+    const agent = startAgent(namespace, 'orders-0', 'primary');
+    const pid = await agent.enginePid();
+    await eventually('the agent to hold the Lease', async () => (await holder(namespace)) === 'orders-0');
+    let acquiredAt: number | undefined;
+    observer(namespace, 'orders-1', () => (acquiredAt = Date.now()));
+
+    const cut = cutOffFromApiServer(AGENT_GID, env.server);
+    const cutAt = Date.now();
+    try {
+      const fencedAt = await eventually(
+        'the engine to be fenced',
+        () => !alive(pid) && Date.now(),
+        20_000,
+        20,
+      );
+      await eventually('the other candidate to acquire the expired Lease', () => acquiredAt, 20_000);
+      assert.ok(
+        fencedAt < acquiredAt!,
+        `the engine was gone (${fencedAt - cutAt} ms after the cut) before another candidate held the Lease (${acquiredAt! - cutAt} ms)`,
+      );
+      assert.ok(
+        fencedAt - cutAt <= TIMINGS.renew + 1_000,
+        `fenced within the renew deadline of the last renewal: ${fencedAt - cutAt} ms after the cut`,
+      );
+      assert.equal(await agent.exited, FENCED_EXIT_CODE);
+      assert.ok(!existsSync(join(agent.dir, 'stopped')), 'killed, not asked to stop');
+      assert.ok(agent.logs.some((l) => l.includes('fencing the engine')));
+      assert.equal(await holder(namespace), 'orders-1');
+    } finally {
+      cut.heal();
+    }
+  });
+
+  test('fences at once an engine that accepts writes while another instance holds the Lease', async () => {
+    const namespace = await env.newNamespace('agent-held');
+    let leading = false;
+    observer(namespace, 'orders-1', () => (leading = true));
+    await eventually('the other instance to hold the Lease', () => leading);
+    const agent = startAgent(namespace, 'orders-0', 'primary');
+    const pid = await agent.enginePid();
+    const startedAt = Date.now();
+    await eventually('the engine to be fenced', () => !alive(pid), 10_000, 20);
+    assert.ok(Date.now() - startedAt < 3_000, 'at once, not after the acquire grace');
+    assert.equal(await agent.exited, FENCED_EXIT_CODE);
+    assert.ok(agent.logs.some((l) => l.includes('the primary Lease is held by orders-1')));
+    assert.equal(await holder(namespace), 'orders-1');
+  });
+
+  test('releases the Lease when its engine stops accepting writes, and leaves the engine running', async () => {
+    const namespace = await env.newNamespace('agent-demote');
+    const agent = startAgent(namespace, 'orders-0', 'primary');
+    const pid = await agent.enginePid();
+    await eventually('the agent to hold the Lease', async () => (await holder(namespace)) === 'orders-0');
+    agent.setRole('replica');
+    await eventually('the Lease to be released', async () => (await holder(namespace)) === '', 10_000);
+    assert.ok(alive(pid), 'a replica keeps running');
+    await eventually('the engine to handle a stop', () => existsSync(join(agent.dir, 'ready')));
+    agent.child.kill('SIGTERM');
+    assert.equal(await agent.exited, 0);
+  });
+});

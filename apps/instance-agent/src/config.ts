@@ -1,0 +1,96 @@
+// The agent's command line. The Pod spec the manager writes is its only
+// caller, so a mistake is the manager's bug: it is reported in one line and
+// the agent exits before starting the engine.
+import { parseArgs } from 'node:util';
+
+export interface AgentConfig {
+  /** Namespace and name of the primary Lease (one per Database or replicated Cache). */
+  namespace: string;
+  lease: string;
+  /** This instance's name in the Lease: its Pod name. */
+  identity: string;
+  /** A shell command that prints `primary` when the engine accepts writes, `replica` when it does not. */
+  roleCommand: string;
+  /** The engine and its arguments, started as the agent's child. */
+  engine: string[];
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  roleIntervalMs: number;
+  acquireGraceMs: number;
+}
+
+/**
+ * The Lease timings default to controller-runtime's (15 s, 10 s, 2 s): an
+ * engine that lost its Lease is fenced 10 s after its last renewal, 5 s before
+ * anyone can see the Lease expire.
+ */
+export const DEFAULT_TIMINGS = {
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+  roleIntervalMs: 1_000,
+  acquireGraceMs: 5_000,
+} as const;
+
+export const USAGE =
+  'usage: regulon-instance-agent --namespace NS --lease NAME [--identity POD] --role-command CMD ' +
+  '[--lease-duration-ms N --renew-deadline-ms N --retry-period-ms N --role-interval-ms N --acquire-grace-ms N] ' +
+  '-- ENGINE [ARGS...]';
+
+export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      namespace: { type: 'string' },
+      lease: { type: 'string' },
+      identity: { type: 'string' },
+      'role-command': { type: 'string' },
+      'lease-duration-ms': { type: 'string' },
+      'renew-deadline-ms': { type: 'string' },
+      'retry-period-ms': { type: 'string' },
+      'role-interval-ms': { type: 'string' },
+      'acquire-grace-ms': { type: 'string' },
+    },
+  });
+  const required = (name: string, value: string | undefined): string => {
+    if (!value) throw new Error(`instance agent: --${name} is required. ${USAGE}`);
+    return value;
+  };
+  const ms = (name: keyof typeof DEFAULT_TIMINGS, flag: string): number => {
+    const raw = values[flag as keyof typeof values];
+    if (raw === undefined) return DEFAULT_TIMINGS[name];
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n <= 0)
+      throw new Error(
+        `instance agent: --${flag} must be a whole number of milliseconds above 0, not "${raw}"`,
+      );
+    return n;
+  };
+  if (positionals.length === 0) throw new Error(`instance agent: no engine command after "--". ${USAGE}`);
+  const config: AgentConfig = {
+    namespace: required('namespace', values.namespace),
+    lease: required('lease', values.lease),
+    identity: required('identity (or the POD_NAME environment variable)', values.identity ?? env['POD_NAME']),
+    roleCommand: required('role-command', values['role-command']),
+    engine: positionals,
+    leaseDurationMs: ms('leaseDurationMs', 'lease-duration-ms'),
+    renewDeadlineMs: ms('renewDeadlineMs', 'renew-deadline-ms'),
+    retryPeriodMs: ms('retryPeriodMs', 'retry-period-ms'),
+    roleIntervalMs: ms('roleIntervalMs', 'role-interval-ms'),
+    acquireGraceMs: ms('acquireGraceMs', 'acquire-grace-ms'),
+  };
+  // The Lease's promise holds only if the fence comes before anyone can see
+  // the Lease expire (LeaderElector checks the same on its own side).
+  if (config.renewDeadlineMs >= config.leaseDurationMs)
+    throw new Error(
+      `instance agent: --renew-deadline-ms (${config.renewDeadlineMs}) must be below --lease-duration-ms (${config.leaseDurationMs})`,
+    );
+  if (config.acquireGraceMs >= config.leaseDurationMs)
+    throw new Error(
+      `instance agent: --acquire-grace-ms (${config.acquireGraceMs}) must be below --lease-duration-ms (${config.leaseDurationMs})`,
+    );
+  return config;
+}

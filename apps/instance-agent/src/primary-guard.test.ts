@@ -1,0 +1,140 @@
+// The guard's decisions on a fake clock with a scripted campaign; the real
+// Lease against the real API server is in agent.integration.test.ts.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { FakeClock, silentLogger } from '@regulon/util';
+import { PrimaryGuard, type Campaign, type CampaignCallbacks } from './primary-guard.ts';
+
+interface Script {
+  role: boolean | undefined;
+  campaigns: { callbacks: CampaignCallbacks; released: boolean }[];
+  fences: string[];
+}
+
+function harness(grace = 5_000) {
+  const clock = new FakeClock();
+  const script: Script = { role: false, campaigns: [], fences: [] };
+  const guard = new PrimaryGuard({
+    identity: 'db-0',
+    clock,
+    log: silentLogger,
+    roleIntervalMs: 1_000,
+    acquireGraceMs: grace,
+    acceptsWrites: () => Promise.resolve(script.role),
+    fence: (reason) => script.fences.push(reason),
+    campaign: (callbacks): Campaign => {
+      const entry = { callbacks, released: false };
+      script.campaigns.push(entry);
+      return {
+        run: () => new Promise(() => undefined),
+        release: () => {
+          entry.released = true;
+          return Promise.resolve();
+        },
+      };
+    },
+  });
+  const running = guard.run();
+  /** Lets the role loop take one turn: its answer, then its timer. */
+  const tick = async () => {
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    clock.advance(1_000);
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  };
+  return { clock, script, guard, running, tick };
+}
+
+describe('PrimaryGuard', () => {
+  test('campaigns once the engine accepts writes, and holds the Lease once the campaign leads', async () => {
+    const h = harness();
+    await h.tick();
+    assert.equal(h.script.campaigns.length, 0, 'a replica does not campaign');
+    h.script.role = true;
+    await h.tick();
+    assert.equal(h.script.campaigns.length, 1);
+    assert.equal(h.guard.holdsLease, false);
+    h.script.campaigns[0]!.callbacks.onNewLeader('db-0');
+    h.script.campaigns[0]!.callbacks.onStartedLeading();
+    assert.equal(h.guard.holdsLease, true);
+    await h.tick();
+    await h.tick();
+    assert.equal(h.script.campaigns.length, 1, 'one campaign while the role stays');
+    assert.deepEqual(h.script.fences, []);
+    await h.guard.stop();
+    await h.running;
+  });
+
+  test('fences an engine that accepts writes when the Lease is not acquired within the grace', async () => {
+    const h = harness(3_000);
+    h.script.role = true;
+    await h.tick();
+    assert.equal(h.script.campaigns.length, 1);
+    h.clock.advance(2_900);
+    assert.deepEqual(h.script.fences, [], 'not before the grace');
+    h.clock.advance(200);
+    assert.equal(h.script.fences.length, 1);
+    assert.match(h.script.fences[0]!, /without this instance acquiring the primary Lease/);
+    assert.match(h.guard.fencedBecause ?? '', /3000 ms/);
+    assert.equal(h.script.campaigns[0]!.released, false, 'a fenced engine never releases: the Lease expires');
+    await h.running;
+  });
+
+  test('fences at once when another instance holds the Lease', async () => {
+    const h = harness();
+    h.script.role = true;
+    await h.tick();
+    h.script.campaigns[0]!.callbacks.onNewLeader('db-1');
+    assert.equal(h.script.fences.length, 1);
+    assert.match(h.script.fences[0]!, /held by db-1/);
+    await h.running;
+  });
+
+  test('fences when the held Lease is lost, and only once', async () => {
+    const h = harness();
+    h.script.role = true;
+    await h.tick();
+    const { callbacks } = h.script.campaigns[0]!;
+    callbacks.onStartedLeading();
+    callbacks.onStoppedLeading();
+    callbacks.onNewLeader('db-2');
+    assert.equal(h.script.fences.length, 1);
+    assert.match(h.script.fences[0]!, /not renewed within the renew deadline/);
+    await h.running;
+  });
+
+  test('releases the Lease when the engine stops accepting writes, without fencing', async () => {
+    const h = harness();
+    h.script.role = true;
+    await h.tick();
+    h.script.campaigns[0]!.callbacks.onStartedLeading();
+    h.script.role = false;
+    await h.tick();
+    assert.equal(h.script.campaigns[0]!.released, true);
+    // The release ends the campaign's leading; that is no loss.
+    h.script.campaigns[0]!.callbacks.onStoppedLeading();
+    assert.equal(h.guard.holdsLease, false);
+    assert.deepEqual(h.script.fences, []);
+    // Writable again: a new campaign.
+    h.script.role = true;
+    await h.tick();
+    assert.equal(h.script.campaigns.length, 2);
+    await h.guard.stop();
+    assert.equal(h.script.campaigns[1]!.released, true, 'stop() gives the Lease up');
+    await h.running;
+  });
+
+  test('an engine that does not answer changes nothing', async () => {
+    const h = harness();
+    h.script.role = true;
+    await h.tick();
+    h.script.campaigns[0]!.callbacks.onStartedLeading();
+    h.script.role = undefined;
+    await h.tick();
+    await h.tick();
+    assert.equal(h.guard.holdsLease, true);
+    assert.equal(h.script.campaigns[0]!.released, false);
+    assert.deepEqual(h.script.fences, []);
+    await h.guard.stop();
+    await h.running;
+  });
+});

@@ -1,0 +1,179 @@
+// The primary Lease, from the instance's side: while its engine accepts
+// writes, the agent holds the Lease; the moment it cannot show that it still
+// does, it fences the engine. The manager promotes another instance only once
+// the Lease has expired or been released, judged by its own observation (as
+// every elector judges; see @regulon/runtime's leader-election.ts). The agent
+// fences when no renewal has succeeded within the renew deadline, which is
+// shorter than the lease duration, so the old primary has stopped before any
+// observer can see the Lease expire.
+//
+// Not yet here (issue 36): an API-server outage alone still fences a healthy
+// primary after the renew deadline; the rule "keep serving while a majority
+// of peers is reachable" needs the peers' agents to talk to each other.
+import type { Clock, Logger, TimerHandle } from '@regulon/util';
+
+/** One campaign for the Lease: @regulon/runtime's LeaderElector satisfies it. */
+export interface Campaign {
+  run(signal?: AbortSignal): Promise<void>;
+  /** Stops the campaign and, if held, hands the Lease over (holder cleared). */
+  release(): Promise<void>;
+}
+
+export interface CampaignCallbacks {
+  onStartedLeading(): void;
+  onStoppedLeading(): void;
+  /** Each holder the campaign observes, its own identity included. */
+  onNewLeader(identity: string): void;
+}
+
+export interface PrimaryGuardOptions {
+  /** This instance's identity in the Lease (its Pod name). */
+  identity: string;
+  /** A new campaign for the Lease; one at a time. */
+  campaign(callbacks: CampaignCallbacks): Campaign;
+  /**
+   * Whether the engine accepts writes now: true, false, or undefined when it
+   * did not answer (starting, busy, hung). An unanswered question changes
+   * nothing: a hung engine acknowledges nothing, and the Lease still guards it.
+   */
+  acceptsWrites(signal: AbortSignal): Promise<boolean | undefined>;
+  /** Stops the engine at once; called at most once. */
+  fence(reason: string): void;
+  clock: Clock;
+  log: Logger;
+  /** How often the engine is asked its role. */
+  roleIntervalMs: number;
+  /**
+   * How long an engine that accepts writes may run while the campaign has
+   * not yet acquired the Lease (the API server unreachable, say). A Lease
+   * another instance holds fences at once, without this grace.
+   */
+  acquireGraceMs: number;
+}
+
+type State =
+  | { kind: 'replica' }
+  | { kind: 'campaigning'; campaign: Campaign; grace: TimerHandle }
+  | { kind: 'leading'; campaign: Campaign }
+  | { kind: 'fenced'; reason: string };
+
+/**
+ * Follows the engine's role and keeps the Lease in step with it. `run()`
+ * resolves when stop() is called or the engine was fenced; `fencedBecause`
+ * then says why, if it was.
+ */
+export class PrimaryGuard {
+  readonly #o: PrimaryGuardOptions;
+  #state: State = { kind: 'replica' };
+  readonly #stop = new AbortController();
+
+  constructor(options: PrimaryGuardOptions) {
+    if (!(options.roleIntervalMs > 0)) throw new RangeError('primary guard: roleIntervalMs must be > 0');
+    if (!(options.acquireGraceMs >= 0)) throw new RangeError('primary guard: acquireGraceMs must be >= 0');
+    this.#o = options;
+  }
+
+  /** Why the engine was fenced, once it was. */
+  get fencedBecause(): string | undefined {
+    return this.#state.kind === 'fenced' ? this.#state.reason : undefined;
+  }
+
+  /** True while this instance holds the Lease by its latest renewal. */
+  get holdsLease(): boolean {
+    return this.#state.kind === 'leading';
+  }
+
+  async run(): Promise<void> {
+    const { clock, roleIntervalMs } = this.#o;
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      const writable = await this.#o.acceptsWrites(signal).catch(() => undefined);
+      // A fence aborts `signal` too, also while the question was out.
+      if (signal.aborted) break;
+      if (writable === true && this.#state.kind === 'replica') this.#campaign();
+      else if (writable === false && this.#state.kind !== 'replica') await this.#stepDown();
+      await new Promise<void>((resolve) => {
+        const timer = clock.setTimeout(resolve, roleIntervalMs);
+        signal.addEventListener(
+          'abort',
+          () => {
+            clock.clearTimeout(timer);
+            resolve();
+          },
+          { once: true },
+        );
+      });
+    }
+  }
+
+  /**
+   * Stops following the role and gives the Lease up. Call it once the engine
+   * has stopped (a graceful shutdown): a Lease released while the engine still
+   * accepted writes would let another instance be promoted beside it.
+   */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    if (this.#state.kind === 'campaigning' || this.#state.kind === 'leading') await this.#stepDown();
+  }
+
+  #campaign(): void {
+    const { clock, log, identity, acquireGraceMs } = this.#o;
+    const grace = clock.setTimeout(
+      () =>
+        this.#fence(
+          `the engine accepted writes for ${acquireGraceMs} ms without this instance acquiring the primary Lease`,
+        ),
+      acquireGraceMs,
+    );
+    // The callbacks run only after this returns, never during the call.
+    const campaign: Campaign = this.#o.campaign({
+      onStartedLeading: () => {
+        if (this.#state.kind !== 'campaigning' || this.#state.campaign !== campaign) return;
+        clock.clearTimeout(this.#state.grace);
+        this.#state = { kind: 'leading', campaign };
+        log.info({ identity }, 'holding the primary Lease');
+      },
+      onStoppedLeading: () => {
+        // A step-down sets the state to replica before it releases; anything
+        // else that ends the leading is a lost Lease.
+        if (this.#state.kind === 'leading' && this.#state.campaign === campaign)
+          this.#fence('the primary Lease was not renewed within the renew deadline, or was taken');
+      },
+      onNewLeader: (holder) => {
+        const current = this.#state;
+        if (holder === identity || current.kind === 'replica' || current.kind === 'fenced') return;
+        if ('campaign' in current && current.campaign === campaign)
+          this.#fence(`the primary Lease is held by ${holder}, yet this engine accepts writes`);
+      },
+    });
+    this.#state = { kind: 'campaigning', campaign, grace };
+    log.info({ identity }, 'the engine accepts writes: campaigning for the primary Lease');
+    campaign.run(this.#stop.signal).catch(() => {
+      // Losing is handled by onStoppedLeading; a rejection adds nothing.
+    });
+  }
+
+  async #stepDown(): Promise<void> {
+    const current = this.#state;
+    if (current.kind !== 'campaigning' && current.kind !== 'leading') return;
+    if (current.kind === 'campaigning') this.#o.clock.clearTimeout(current.grace);
+    this.#state = { kind: 'replica' };
+    this.#o.log.info(
+      { identity: this.#o.identity },
+      'the engine no longer accepts writes: releasing the primary Lease',
+    );
+    await current.campaign.release();
+  }
+
+  #fence(reason: string): void {
+    const current = this.#state;
+    if (current.kind === 'fenced') return;
+    if (current.kind === 'campaigning') this.#o.clock.clearTimeout(current.grace);
+    this.#state = { kind: 'fenced', reason };
+    this.#o.log.error({ identity: this.#o.identity, reason }, 'fencing the engine');
+    this.#o.fence(reason);
+    this.#stop.abort();
+    // The campaign stops with the abort; the Lease is left to expire, never
+    // released: a release could let a successor in before the kill is done.
+  }
+}
