@@ -19,7 +19,7 @@ import type { DatabaseObject } from './api.ts';
 import { renderConfig } from './config.ts';
 import { mariadbBackupVolumes, mariadbContainer, mariadbFiles } from './mariadb/pod.ts';
 import { pgbackrestVolumes, postgresContainer, postgresFiles } from './postgres/pod.ts';
-import { instanceVolumes } from './replication/instance-env.ts';
+import { instanceVolumes } from './instance-env.ts';
 import { REPLICATION_USER } from './postgres/start-script.ts';
 import type { Topology } from './replication/plan.ts';
 import { topologyData, topologyFromData } from '@regulon/conventions';

@@ -1,7 +1,7 @@
 import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { restrictedContainerSecurityContext } from '@regulon/conventions';
 import type { DatabaseObject } from '../api.ts';
-import { instanceEnv } from '../replication/instance-env.ts';
+import { instanceEnv } from '../instance-env.ts';
 import { childNames } from '../names.ts';
 import { mariabackupEnv } from '../backup/mariabackup.ts';
 import { BACKUP_CA_MOUNT, CA_FILE, ownRepository, RECOVERY_MOUNT } from '../backup/pgbackrest.ts';
