@@ -30,6 +30,7 @@ import {
   ReplicationMemory,
   type ReplicationView,
 } from '../../apps/database-controller/src/replication/replication.ts';
+import { engineOf } from '../../apps/database-controller/src/engines/index.ts';
 
 export interface RenderCase {
   database: DatabaseObject;
@@ -195,6 +196,7 @@ export async function render(c: RenderCase): Promise<Rendered> {
       recordingContext(owner, c.pods, calls),
       topology,
       new ReplicationMemory(),
+      engineOf(db).replication?.driver,
       Date.parse(c.now),
     );
     view = out.view;

@@ -6,7 +6,6 @@ import {
 } from '@regulon/conventions';
 import type {
   V1ConfigMap,
-  V1Container,
   V1CronJob,
   V1PodDisruptionBudget,
   V1Secret,
@@ -17,10 +16,7 @@ import type {
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { DatabaseObject } from './api.ts';
 import { renderConfig } from './config.ts';
-import { mariadbBackupVolumes, mariadbContainer, mariadbFiles } from './mariadb/pod.ts';
-import { pgbackrestVolumes, postgresContainer, postgresFiles } from './postgres/pod.ts';
-import { instanceVolumes } from './replication/instance-env.ts';
-import { REPLICATION_USER } from './postgres/start-script.ts';
+import { engineOf } from './engines/index.ts';
 import type { Topology } from './replication/plan.ts';
 import { topologyData, topologyFromData } from '@regulon/conventions';
 import { childNames, labels, ROLE_LABEL, selector } from './names.ts';
@@ -60,11 +56,10 @@ function engineImage(db: DatabaseObject, given: string | undefined): string {
   return resolved;
 }
 
-/** The engine's files: its configuration and, for the replicating engines, their start script (and pg_hba.conf). */
+/** The engine's files: its configuration and whatever its Pods run beside it (a start script, pg_hba.conf). */
 function configFiles(db: DatabaseObject): Record<string, string> {
   const { file, content } = renderConfig(db);
-  const more = { postgres: () => postgresFiles(db), mariadb: () => mariadbFiles(db), mysql: () => ({}) };
-  return { [file]: content, ...more[db.spec.engine]() };
+  return { [file]: content, ...engineOf(db).podFiles(db) };
 }
 
 export function desiredConfigMap(db: DatabaseObject): V1ConfigMap {
@@ -92,14 +87,17 @@ export function topologyOf(cm: V1ConfigMap | undefined): Topology | undefined {
 }
 
 /**
- * The replication account's password (postgres, mariadb): created once like the
- * application's credentials, and never shown to the application.
+ * The replication account's password (an engine that replicates): created
+ * once like the application's credentials, and never shown to the application.
  */
 export function replicationCredentials(db: DatabaseObject, password: string): V1Secret {
+  const replication = engineOf(db).replication;
+  // Unreachable from the reconciler, which creates it only for an engine that replicates; a bug otherwise.
+  if (!replication) throw new Error(`${db.spec.engine} does not replicate: it has no replication account`);
   return {
     metadata: { name: childNames(db).replicationCredentials, labels: labels(db) },
     type: 'kubernetes.io/basic-auth',
-    stringData: { username: REPLICATION_USER, password },
+    stringData: { username: replication.user, password },
   };
 }
 
@@ -152,34 +150,6 @@ export function desiredDisruptionBudget(db: DatabaseObject): V1PodDisruptionBudg
   };
 }
 
-/** mysql runs the official image's entrypoint, which initialises from these variables (one instance: no replication). */
-function mysqlContainer(credentialsSecret: string, image: string): V1Container {
-  const d = ENGINE_DEFAULTS.mysql;
-  const probe = { exec: { command: ['mysqladmin', 'ping', '-h', '127.0.0.1'] } };
-  return {
-    name: 'mysql',
-    image,
-    ports: [{ name: 'mysql', containerPort: d.port }],
-    env: [
-      {
-        name: 'MYSQL_ROOT_PASSWORD',
-        valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'password' } },
-      },
-      {
-        name: 'MYSQL_DATABASE',
-        valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'database', optional: true } },
-      },
-    ],
-    readinessProbe: { ...probe, periodSeconds: 10, timeoutSeconds: 5 },
-    livenessProbe: { ...probe, initialDelaySeconds: 30, periodSeconds: 20, timeoutSeconds: 5 },
-    securityContext: restrictedContainerSecurityContext({ readOnlyRootFilesystem: false }),
-    volumeMounts: [
-      { name: 'data', mountPath: d.dataDir },
-      { name: 'config', mountPath: '/etc/mysql/conf.d' },
-    ],
-  };
-}
-
 export function desiredStatefulSet(
   db: DatabaseObject,
   credentialsSecret: string,
@@ -190,21 +160,7 @@ export function desiredStatefulSet(
   const content = Object.entries(configFiles(db))
     .map(([k, v]) => `${k}\n${v}`)
     .join('\n');
-  const ref = engineImage(db, imageRef);
-  const { container, volumes } = {
-    postgres: () => ({
-      container: postgresContainer(db, credentialsSecret, ref),
-      volumes: [...instanceVolumes(db), ...pgbackrestVolumes(db).volumes],
-    }),
-    mariadb: () => ({
-      container: mariadbContainer(db, credentialsSecret, ref),
-      volumes: [...instanceVolumes(db), ...mariadbBackupVolumes(db).volumes],
-    }),
-    mysql: () => ({
-      container: mysqlContainer(credentialsSecret, ref),
-      volumes: [{ name: 'config', configMap: { name: n.config } }],
-    }),
-  }[db.spec.engine]();
+  const { container, volumes } = engineOf(db).pod(db, credentialsSecret, engineImage(db, imageRef));
   return {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
@@ -286,12 +242,8 @@ export function desiredBackupCronJob(
   if (!backup.enabled || backup.objectStore) return undefined;
   const n = childNames(db);
   const host = `${n.clientService}.${db.metadata.namespace}.svc`;
-  const dump = {
-    postgres: `pg_dumpall -h ${host} -U "$USER"`,
-    mariadb: `mariadb-dump -h ${host} -u "$USER" --all-databases --single-transaction`,
-    mysql: `mysqldump -h ${host} -u "$USER" --all-databases`,
-  }[db.spec.engine];
-  const command = ['sh', '-c', `${dump} > /backup/dump-$(date +%Y%m%d%H%M%S).sql`];
+  const dump = engineOf(db).dump(host);
+  const command = ['sh', '-c', `${dump.command} > /backup/dump-$(date +%Y%m%d%H%M%S).sql`];
   return {
     apiVersion: 'batch/v1',
     kind: 'CronJob',
@@ -327,7 +279,7 @@ export function desiredBackupCronJob(
                       valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'username' } },
                     },
                     {
-                      name: db.spec.engine === 'postgres' ? 'PGPASSWORD' : 'MYSQL_PWD',
+                      name: dump.passwordEnv,
                       valueFrom: { secretKeyRef: { name: credentialsSecret, key: 'password' } },
                     },
                   ],

@@ -4,7 +4,8 @@
 // the way its engine reads it (postgres: guc-file.l; mysql: my_default.cc).
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { InvalidParametersError, postgresOperatorSettings, renderConfig } from './config.ts';
+import { InvalidParametersError, renderConfig } from './config.ts';
+import { postgresOperatorSettings } from './postgres/config.ts';
 import { canonicalName, isReservedName, PARAMETER_LIMITS } from './parameters.ts';
 import { mariadbOperatorSettings } from './mariadb/start-script.ts';
 import { CONTROL_CHARACTERS, PARAMETER_ROWS, databaseWith } from './testing/parameters-corpus.ts';

@@ -3,8 +3,8 @@
 // the characters a value may carry. One definition, two enforcers: api.ts turns
 // it into CEL rules (admission), and config.ts checks it again before it writes
 // a line (objects stored before the rules existed never reach the file).
-import type { Engine } from './versions.ts';
-import { RESERVED_PARAMETERS } from './versions.ts';
+import { engines } from './engines/index.ts';
+import { ENGINE_NAMES, RESERVED_PARAMETERS, type Engine } from './versions.ts';
 
 /**
  * Bounds on the map. They also bound the CEL cost the API server estimates,
@@ -15,39 +15,16 @@ import { RESERVED_PARAMETERS } from './versions.ts';
 export const PARAMETER_LIMITS = { maxEntries: 64, maxNameLength: 64, maxValueLength: 256 } as const;
 
 /**
- * Setting names each engine's configuration file parser takes as a name.
- * - postgres (guc-file.l): an identifier, or two joined by one dot for an
- *   extension's setting (`auto_explain.log_min_duration`). The lexer also takes
- *   bytes >= 0x80; no real setting has them, so ASCII only.
- * - mysql (my_getopt): letters, digits, `-` and `_` (the same to mysqld), and
- *   one dot for component and key cache settings (`validate_password.length`).
- * Neither admits a space, `=`, a quote, `#`, `[` or `!`: nothing that starts a
+ * Setting names each engine's configuration file parser takes as a name
+ * (its ParameterNaming: postgres/parameters.ts, mysql/parameters.ts). None
+ * admits a space, `=`, a quote, `#`, `[` or `!`: nothing that starts a
  * comment, a section or an `!include` directive, or ends the name early.
  */
-const MY_GETOPT_NAME = '^[A-Za-z][A-Za-z0-9_-]*([.][A-Za-z][A-Za-z0-9_-]*)?$';
-export const NAME_PATTERN: Record<Engine, string> = {
-  postgres: '^[A-Za-z_][A-Za-z0-9_]*([.][A-Za-z_][A-Za-z0-9_]*)?$',
-  mysql: MY_GETOPT_NAME,
-  // mariadbd reads my.cnf with the same parser (my_getopt) as mysqld.
-  mariadb: MY_GETOPT_NAME,
-};
-
-const MY_GETOPT_RULE_TEXT =
-  "letters, digits, '-' and '_', starting with a letter, with at most one dot (e.g. max_connections, innodb-buffer-pool-size)";
-export const NAME_RULE_TEXT: Record<Engine, string> = {
-  postgres:
-    'letters, digits and underscores, not starting with a digit, with at most one dot (e.g. shared_buffers, auto_explain.log_min_duration)',
-  mysql: MY_GETOPT_RULE_TEXT,
-  mariadb: MY_GETOPT_RULE_TEXT,
-};
-
-/**
- * mysqld strips these option prefixes (followed by `-` or `_`) as often as
- * they repeat until a name matches: `loose-skip-grant-tables` is
- * `skip-grant-tables`, and `loose_port` is `port`.
- */
-const MYSQL_OPTION_PREFIXES = ['loose', 'skip', 'enable', 'disable', 'maximum'] as const;
-const MYSQL_PREFIX_RE = new RegExp(`^(${MYSQL_OPTION_PREFIXES.join('|')})-`);
+const naming = (engine: Engine) => engines[engine].parameters;
+const perEngine = <T>(f: (engine: Engine) => T): Record<Engine, T> =>
+  Object.fromEntries(ENGINE_NAMES.map((e) => [e, f(e)])) as Record<Engine, T>;
+export const NAME_PATTERN: Record<Engine, string> = perEngine((e) => naming(e).namePattern);
+export const NAME_RULE_TEXT: Record<Engine, string> = perEngine((e) => naming(e).nameRuleText);
 
 const lowerAscii = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
@@ -58,22 +35,14 @@ const lowerAscii = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
  * reserved check stricter.
  */
 export function canonicalName(engine: Engine, name: string): string {
-  const lower = lowerAscii(name);
-  if (engine === 'postgres') return lower;
-  let n = lower.replaceAll('_', '-');
-  for (let m = MYSQL_PREFIX_RE.exec(n); m; m = MYSQL_PREFIX_RE.exec(n)) n = n.slice(m[0].length);
-  return n;
+  return naming(engine).canonical(lowerAscii(name));
 }
 
 /** The reserved names in canonical form (a prefixed entry such as `skip-grant-tables` loses its prefix). */
 function reservedCanonical(engine: Engine): string[] {
   return [...new Set(RESERVED_PARAMETERS[engine].map((r) => canonicalName(engine, r)))];
 }
-const RESERVED: Record<Engine, ReadonlySet<string>> = {
-  postgres: new Set(reservedCanonical('postgres')),
-  mysql: new Set(reservedCanonical('mysql')),
-  mariadb: new Set(reservedCanonical('mariadb')),
-};
+const RESERVED: Record<Engine, ReadonlySet<string>> = perEngine((e) => new Set(reservedCanonical(e)));
 
 export function isReservedName(engine: Engine, name: string): boolean {
   return RESERVED[engine].has(canonicalName(engine, name));
@@ -99,11 +68,7 @@ export function parameterProblem(engine: Engine, name: string, value: string): s
 }
 
 export function reservedText(engine: Engine): string {
-  const how =
-    engine === 'postgres'
-      ? 'compared ignoring case'
-      : `compared ignoring case, with '-' and '_' the same and the prefixes ${MYSQL_OPTION_PREFIXES.map((p) => `${p}-`).join(', ')} ignored`;
-  return `${engine} reserves ${RESERVED_PARAMETERS[engine].join(', ')}; ${how}`;
+  return `${engine} reserves ${RESERVED_PARAMETERS[engine].join(', ')}; ${naming(engine).comparedText}`;
 }
 
 /**
@@ -115,7 +80,5 @@ export function reservedCel(engine: Engine, k: string): string {
   const names = reservedCanonical(engine);
   for (const n of names)
     if (!/^[a-z0-9_-]+$/.test(n)) throw new Error(`reserved name ${n} needs regex escaping`);
-  if (engine === 'postgres') return `${k}.lowerAscii().matches('^(${names.join('|')})$')`;
-  const prefixes = `((${MYSQL_OPTION_PREFIXES.join('|')})-)*`;
-  return `${k}.lowerAscii().replace('_', '-').matches('^${prefixes}(${names.join('|')})$')`;
+  return naming(engine).celMatches(k, names);
 }

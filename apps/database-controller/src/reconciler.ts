@@ -30,7 +30,7 @@ import {
 } from './replication/replication.ts';
 import { InvalidParametersError } from './config.ts';
 import { childNames } from './names.ts';
-import { replicates } from './versions.ts';
+import { engineOf } from './engines/index.ts';
 import { ensureRecoverySecret, type Stanzas } from './backup/database.ts';
 import { DatabaseBackup } from './backup/api.ts';
 import { ensureScheduledBackup } from './backup/schedule.ts';
@@ -65,10 +65,11 @@ export function reconcileDatabase(
   backup: BackupSupport = { backupsWatched: false, stanzas: undefined },
 ): ReconcileFunc<DatabaseObject> {
   return async (db, ctx) => {
+    const engine = engineOf(db);
     await ensureCredentials(db, ctx);
-    if (replicates(db.spec.engine)) await ensureReplicationCredentials(db, ctx);
+    if (engine.replication) await ensureReplicationCredentials(db, ctx);
     // Before the StatefulSet: the first Pod restores from what it names instead of running initdb.
-    if (db.spec.engine !== 'mysql') await ensureRecoverySecret(db, ctx, backup.backupsWatched);
+    if (engine.keepsRecoverySecret) await ensureRecoverySecret(db, ctx, backup.backupsWatched);
     // A version the catalog lacks runs nothing new: the StatefulSet keeps the image it has.
     const imageRef = image(db, catalog);
     if (!imageRef)
@@ -86,7 +87,13 @@ export function reconcileDatabase(
     if (!recorded) await ctx.apply([topologyConfigMap(db, topology)]);
     await ctx.apply(children.flatMap((c) => (c.object ? [c.object] : [])));
     for (const c of children) if (!c.object) await ctx.delete(c.type, c.name);
-    const { view, requeueAfter } = await reconcileReplication(db, ctx, topology, memory);
+    const { view, requeueAfter } = await reconcileReplication(
+      db,
+      ctx,
+      topology,
+      memory,
+      engine.replication?.driver,
+    );
     views.set(ctx, view);
     // What only the kubelet and the instance's log know: a restore that cannot find its backup,
     // a server that refuses its configuration. Degraded, not stalled: a fixed spec heals it.
@@ -107,7 +114,7 @@ async function ensureStanza(
   view: ReplicationView,
   stanzas: Stanzas | undefined,
 ): Promise<number | undefined> {
-  if (!stanzas || db.spec.engine !== 'postgres' || !db.spec.backup?.objectStore) return undefined;
+  if (!stanzas || !engineOf(db).archiveNeedsStanza || !db.spec.backup?.objectStore) return undefined;
   const primary = view.members.find((m) => m.pod === view.plan.currentPrimary);
   if (!primary?.ready) return undefined;
   return stanzas.ensure(db, ctx, { pod: primary.pod, uid: primary.uid });
@@ -123,7 +130,7 @@ async function scheduleBackups(
   backupsWatched: boolean,
 ): Promise<number | undefined> {
   const backup = db.spec.backup;
-  if (!backupsWatched || db.spec.engine === 'mysql' || !backup?.objectStore || !backup.enabled)
+  if (!backupsWatched || !engineOf(db).backupTool || !backup?.objectStore || !backup.enabled)
     return undefined;
   const existing = ctx.list(DatabaseBackup, {
     namespace: db.metadata.namespace,
@@ -179,7 +186,7 @@ async function ensureCredentials(db: DatabaseObject, ctx: Context): Promise<void
 }
 
 /**
- * The replication role's password (postgres), created once: the data
+ * The replication role's password (an engine that replicates), created once: the data
  * directory holds the role with this password, so a lost Secret is reported,
  * never replaced.
  */

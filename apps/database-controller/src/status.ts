@@ -25,7 +25,7 @@ import { InvalidParametersError } from './config.ts';
 import { childNames, selector } from './names.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 import { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
-import { ownRepository } from './backup/pgbackrest.ts';
+import { ownRepository } from './backup/repository.ts';
 
 export type DatabaseStatus = NonNullable<DatabaseObject['status']>;
 

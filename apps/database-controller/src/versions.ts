@@ -13,8 +13,8 @@ export const ENGINE_VERSIONS = {
 
 export type Engine = keyof typeof ENGINE_VERSIONS;
 
-/** Engines whose instances replicate (see replication/): mysql runs one instance, with no replication tested. */
-export const replicates = (engine: Engine): boolean => engine !== 'mysql';
+/** Every engine, in the order above. What each one does is its EngineBehaviour (engines/). */
+export const ENGINE_NAMES = Object.keys(ENGINE_VERSIONS) as Engine[];
 
 /** The catalog when the manager is given none: every version above, as its official image. */
 export const OFFICIAL_IMAGES = ImageCatalog.official({

@@ -11,7 +11,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DatabaseObject } from '@regulon/database-controller';
-import { postgresOperatorSettings } from '../../../apps/database-controller/src/config.ts';
+import { postgresOperatorSettings } from '../../../apps/database-controller/src/postgres/config.ts';
 import {
   renderHba,
   renderStartScript,

@@ -29,7 +29,6 @@ import {
   backupByUid,
   CHECK_BACKUP_SCRIPT,
   EXPIRE_SCRIPT,
-  ownRepository,
   parseCheck,
   parseInfo,
   START_BACKUP_SCRIPT,
@@ -38,6 +37,7 @@ import {
   type RepositoryBackup,
   type BackupCheck,
 } from './pgbackrest.ts';
+import { ownRepository } from './repository.ts';
 import {
   fromStore,
   listedLabels,
@@ -48,6 +48,8 @@ import {
   summarizeRcloneError,
 } from './mariabackup.ts';
 import { retentionPlan } from './retention.ts';
+import type { BackupToolName } from '../engine.ts';
+import { engineOf, engines } from '../engines/index.ts';
 
 export const BACKUP_CONTROLLER_NAME = 'databasebackup';
 export const BACKUP_FIELD_MANAGER = 'regulon-databasebackup';
@@ -71,7 +73,7 @@ interface BackupTool {
   summarize: (errors: string) => string;
 }
 const PGBACKREST: BackupTool = {
-  name: 'pgBackRest',
+  name: 'pgBackRest' satisfies BackupToolName,
   container: 'postgres',
   shell: 'sh',
   start: START_BACKUP_SCRIPT,
@@ -83,7 +85,7 @@ const PGBACKREST: BackupTool = {
   summarize: summarizeError,
 };
 const MARIABACKUP: BackupTool = {
-  name: 'mariabackup',
+  name: 'mariabackup' satisfies BackupToolName,
   container: 'mariadb',
   shell: 'bash',
   start: MARIABACKUP_START_SCRIPT,
@@ -94,9 +96,19 @@ const MARIABACKUP: BackupTool = {
   listed: listedLabels,
   summarize: summarizeRcloneError,
 };
-/** The tool of a Database's engine (postgres when the Database is gone: its backups' scripts are the older). */
+const TOOLS: Record<BackupToolName, BackupTool> = { pgBackRest: PGBACKREST, mariabackup: MARIABACKUP };
+/**
+ * The tool the Database's engine names (pgBackRest when the Database is gone:
+ * its backups' scripts are the older; and for an engine with none, whose
+ * backups whyNotStart fails before any script runs).
+ */
 const toolFor = (db: DatabaseObject | undefined): BackupTool =>
-  db?.spec.engine === 'mariadb' ? MARIABACKUP : PGBACKREST;
+  TOOLS[(db && engineOf(db).backupTool) ?? 'pgBackRest'];
+/** The engines a DatabaseBackup can back up, for the message that refuses the others. */
+const BACKED_UP = Object.values(engines)
+  .filter((e) => e.backupTool)
+  .map((e) => e.name)
+  .join(' and ');
 /** How often a running backup is looked at. */
 const POLL_MS = 5_000;
 /** How long a backup whose instance went away may take to show up in the repository before it is called lost. */
@@ -359,11 +371,11 @@ function whyNotStart(
       reason: 'DatabaseNotFound',
       message: `Database ${name} does not exist in ${b.metadata.namespace}`,
     };
-  if (db.spec.engine !== 'postgres' && db.spec.engine !== 'mariadb')
+  if (!engineOf(db).backupTool)
     return {
       state: 'Failed',
       reason: 'EngineNotSupported',
-      message: `Database ${name} runs ${db.spec.engine}: DatabaseBackup supports postgres and mariadb only so far`,
+      message: `Database ${name} runs ${db.spec.engine}: DatabaseBackup supports ${BACKED_UP} only so far`,
     };
   if (!ownRepository(db))
     return {

@@ -13,7 +13,6 @@ import { childNames, labels } from '../names.ts';
 import { DatabaseBackup } from './api.ts';
 import { ExecError, type Executor } from './exec.ts';
 import {
-  ownRepository,
   recoverySecretData,
   repositoryOf,
   sameRepository,
@@ -22,7 +21,9 @@ import {
   type RecoveryTarget,
   type Repository,
 } from './pgbackrest.ts';
+import { ownRepository } from './repository.ts';
 import { MARIABACKUP_LABEL, mariadbRecoverySecretData } from './mariabackup.ts';
+import { engineOf } from '../engines/index.ts';
 
 /** The source repository and target spec.bootstrap.recovery names, or a problem saying why not yet. */
 export function resolveRecovery(
@@ -107,23 +108,23 @@ export async function ensureRecoverySecret(
       });
   }
   let data: Record<string, string>;
+  const engine = engineOf(db);
+  const mariabackup = engine.backupTool === 'mariabackup';
   // The two tools' labels differ in shape (mariabackup.ts, pgBackRest's): a backup of the other engine cannot be restored.
-  if (resolved.target.set && MARIABACKUP_LABEL.test(resolved.target.set) !== (db.spec.engine === 'mariadb'))
+  if (resolved.target.set && MARIABACKUP_LABEL.test(resolved.target.set) !== mariabackup)
     throw new ProblemError({
       reason: 'RecoveryBackupWrongEngine',
       message: `DatabaseBackup ${db.spec.bootstrap.recovery.backup} is a backup of a Database of another engine: a ${db.spec.engine} Database is restored from a ${db.spec.engine} backup only`,
     });
-  if (db.spec.engine === 'mariadb' && resolved.target.type === 'time')
+  if (!engine.pointInTimeRecovery && resolved.target.type === 'time')
     throw new ProblemError({
       reason: 'PointInTimeNotSupported',
-      message:
-        'spec.bootstrap.recovery.targetTime: a mariadb Database is restored to the end of a backup (mariabackup); point in time from binary logs is not implemented yet',
+      message: `spec.bootstrap.recovery.targetTime: a ${db.spec.engine} Database is restored to the end of a backup (${engine.backupTool}); point in time from binary logs is not implemented yet`,
     });
   try {
-    data =
-      db.spec.engine === 'mariadb'
-        ? mariadbRecoverySecretData(resolved.repo, { accessKeyId, secretAccessKey, ca }, resolved.target.set)
-        : recoverySecretData(resolved.repo, { accessKeyId, secretAccessKey, ca }, resolved.target);
+    data = mariabackup
+      ? mariadbRecoverySecretData(resolved.repo, { accessKeyId, secretAccessKey, ca }, resolved.target.set)
+      : recoverySecretData(resolved.repo, { accessKeyId, secretAccessKey, ca }, resolved.target);
   } catch (err) {
     throw new ProblemError({
       reason: 'InvalidTargetTime',

@@ -24,7 +24,7 @@ import type { BackupOutcome } from './controller.ts';
 import {
   BACKUP_CA_MOUNT,
   CA_FILE,
-  ownRepository,
+  storeRepository,
   parseCheck,
   RECOVERY_MOUNT,
   type BackupCheck,
@@ -90,7 +90,7 @@ const RCLONE_GLOBALS: Array<[string, string]> = [
  * for a Database without one: its Pods stay exactly as they were.
  */
 export function mariabackupEnv(db: DatabaseObject): V1EnvVar[] {
-  const repo = ownRepository(db);
+  const repo = storeRepository(db);
   if (!repo) return [];
   const env: V1EnvVar[] = RCLONE_GLOBALS.map(([name, value]) => ({ name, value }));
   env.push({ name: LOCATION_ENV, value: `${repo.bucket}/${repo.path}` });

@@ -61,9 +61,13 @@ export function repositoryOf(store: ObjectStoreSpec, fallbackPath: string): Repo
   };
 }
 
-/** The Database's own repository (spec.backup.objectStore: postgres, mariadb); undefined when it backs up nowhere. */
-export function ownRepository(db: DatabaseObject): Repository | undefined {
-  const store = db.spec.engine !== 'mysql' ? db.spec.backup?.objectStore : undefined;
+/**
+ * The repository spec.backup.objectStore names; undefined when it names none.
+ * For an engine's own code, which knows its engine backs up there; code that
+ * does not know the engine asks ownRepository (backup/repository.ts).
+ */
+export function storeRepository(db: DatabaseObject): Repository | undefined {
+  const store = db.spec.backup?.objectStore;
   return store ? repositoryOf(store, defaultPath(db)) : undefined;
 }
 
@@ -112,7 +116,7 @@ export function repositorySettings(
  * credentials Secret (the environment's $(SUPERUSER), defined before these).
  */
 export function pgbackrestEnv(db: DatabaseObject, pgdata: string): V1EnvVar[] {
-  const repo = ownRepository(db);
+  const repo = storeRepository(db);
   // Nothing for a Database that neither archives nor restores: its Pods stay exactly as they were.
   if (!repo && !db.spec.bootstrap?.recovery) return [];
   const env: V1EnvVar[] = [
@@ -166,7 +170,7 @@ exit $rc
 
 /** postgresql.conf lines for continuous WAL archiving into the Database's own repository. */
 export function archiveSettings(db: DatabaseObject): Array<[string, string]> {
-  if (!ownRepository(db)) return [];
+  if (!storeRepository(db)) return [];
   return [
     ['archive_mode', 'on'],
     // The stanza and repository come from the environment (PGBACKREST_*), which postgres passes on;

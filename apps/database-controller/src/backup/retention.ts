@@ -8,7 +8,8 @@
  */
 import type { DatabaseObject } from '../api.ts';
 import { MAX_AGE_PATTERN, type DatabaseBackupObject } from './api.ts';
-import { ownRepository, sameRepository, type Repository } from './pgbackrest.ts';
+import { sameRepository, type Repository } from './pgbackrest.ts';
+import { ownRepository } from './repository.ts';
 
 export interface RetentionPolicy {
   count?: number | undefined;

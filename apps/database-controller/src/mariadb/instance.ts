@@ -1,5 +1,5 @@
 import mysql from 'mysql2/promise';
-import type { Server } from '../replication/plan.ts';
+import type { Server } from '@regulon/conventions';
 import {
   gtidOf,
   parseReplicaStatus,
@@ -19,7 +19,7 @@ import { CLUSTER_TABLE, PORT, REPLICATION_USER } from './start-script.ts';
  * What the manager learns from one MariaDB instance over SQL, as the
  * replication account (never the application's or a SUPER account: see
  * start-script.ts for its grants), in the shape the PostgreSQL side gives
- * ../replication/plan.ts. The mapping:
+ * plan() in @regulon/conventions. The mapping:
  * - writable: `@@read_only = 0` and no replication thread running;
  * - systemId: the id the primary wrote into `regulon.cluster` when it
  *   initialised (MariaDB has no system identifier; the clone copies it);

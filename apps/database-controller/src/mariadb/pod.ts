@@ -1,10 +1,10 @@
 import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { restrictedContainerSecurityContext } from '@regulon/conventions';
 import type { DatabaseObject } from '../api.ts';
-import { instanceEnv } from '../replication/instance-env.ts';
+import { instanceEnv } from '../instance-env.ts';
 import { childNames } from '../names.ts';
 import { mariabackupEnv } from '../backup/mariabackup.ts';
-import { BACKUP_CA_MOUNT, CA_FILE, ownRepository, RECOVERY_MOUNT } from '../backup/pgbackrest.ts';
+import { BACKUP_CA_MOUNT, CA_FILE, storeRepository, RECOVERY_MOUNT } from '../backup/pgbackrest.ts';
 import {
   CONFIG_MOUNT,
   DATA_MOUNT,
@@ -33,7 +33,7 @@ export function mariadbFiles(db: DatabaseObject): Record<string, string> {
 export function mariadbBackupVolumes(db: DatabaseObject): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
   const volumes: V1Volume[] = [];
   const mounts: V1VolumeMount[] = [];
-  const ca = ownRepository(db)?.caSecret;
+  const ca = storeRepository(db)?.caSecret;
   if (ca) {
     volumes.push({
       name: 'backup-ca',

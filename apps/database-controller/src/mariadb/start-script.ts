@@ -30,7 +30,7 @@
  * are not consistent in it; users come from `--system=users` (CREATE USER and
  * GRANT statements), not from copying the `mysql` schema's tables.
  */
-import { renderRoleDecision } from '../replication/start-decision.ts';
+import { renderRoleDecision } from '@regulon/conventions';
 import { renderFetchBackupFunctions } from '../backup/mariabackup.ts';
 
 /** The account the manager connects as, and replicas replicate with: never SUPER or ALL. */

@@ -1,12 +1,12 @@
 import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { restrictedContainerSecurityContext } from '@regulon/conventions';
 import type { DatabaseObject } from '../api.ts';
-import { instanceEnv } from '../replication/instance-env.ts';
+import { instanceEnv } from '../instance-env.ts';
 import { childNames } from '../names.ts';
 import {
   BACKUP_CA_MOUNT,
   CA_FILE,
-  ownRepository,
+  storeRepository,
   pgbackrestEnv,
   RECOVERY_MOUNT,
   renderArchiveWalScript,
@@ -29,7 +29,7 @@ export function postgresFiles(db: DatabaseObject): Record<string, string> {
     'pg_hba.conf': renderHba(),
     'start.sh': renderStartScript(),
     ...(db.spec.bootstrap?.recovery ? { 'restore-wal.sh': renderRestoreWalScript() } : {}),
-    ...(ownRepository(db) ? { 'pgbackrest-archive-push.sh': renderArchiveWalScript() } : {}),
+    ...(storeRepository(db) ? { 'pgbackrest-archive-push.sh': renderArchiveWalScript() } : {}),
   };
 }
 
@@ -42,7 +42,7 @@ export function postgresFiles(db: DatabaseObject): Record<string, string> {
 export function pgbackrestVolumes(db: DatabaseObject): { volumes: V1Volume[]; mounts: V1VolumeMount[] } {
   const volumes: V1Volume[] = [];
   const mounts: V1VolumeMount[] = [];
-  const ca = ownRepository(db)?.caSecret;
+  const ca = storeRepository(db)?.caSecret;
   if (ca) {
     volumes.push({
       name: 'backup-ca',

@@ -22,7 +22,7 @@
  *   to the primary's timeline (pg_rewind), or cloned afresh when that fails,
  *   before it starts: a former primary rejoins, it never diverges.
  */
-import { renderRoleDecision } from '../replication/start-decision.ts';
+import { renderRoleDecision } from '@regulon/conventions';
 import { RECOVERY_MOUNT, REDACT_SED, STANZA } from '../backup/pgbackrest.ts';
 
 /** The role the manager connects as, and replicas stream with: no superuser. */

@@ -4,7 +4,7 @@ import type { Context } from '@regulon/runtime';
 import { Database, type DatabaseObject } from '../api.ts';
 import { topologyConfigMap, topologyOf } from '../children.ts';
 import { childNames, ordinalOf, podName, ROLE_LABEL, selector } from '../names.ts';
-import { driverFor, type Endpoint, type InstanceDriver, type Observation } from './driver.ts';
+import type { Endpoint, InstanceDriver, Observation } from '../engine.ts';
 import {
   carryOutStep,
   isInstancePod,
@@ -74,13 +74,17 @@ export function instanceCount(db: DatabaseObject, t: Topology): number {
 /**
  * Observes the instances, decides with plan(), and carries out one step:
  * write the topology, fence an instance, or promote one. Then the role labels
- * the Services select on, and the primary's replication slots.
+ * the Services select on, and the primary's replication slots. `driver` is
+ * the engine's (its EngineBehaviour's), given by the caller so this folder
+ * never knows which engine it drives; undefined for an engine that does not
+ * replicate, whose single instance is judged by its kubelet alone.
  */
 export async function reconcileReplication(
   db: DatabaseObject,
   ctx: Context,
   topology: Topology,
   memory: ReplicationMemory,
+  driver: InstanceDriver | undefined,
   now = Date.now(),
 ): Promise<{ view: ReplicationView; requeueAfter: number | undefined }> {
   const ns = db.metadata.namespace!;
@@ -97,7 +101,6 @@ export async function reconcileReplication(
   const byName = new Map(pods.map((p) => [p.metadata!.name!, p]));
   const replicated = db.spec.replicas > 1 || pods.length > 1 || topology.primary !== podName(db, 0);
 
-  const driver = driverFor(db.spec.engine);
   const observations = new Map<string, Observation>();
   // Read once per reconcile, used for every connection it makes, never kept past it.
   const password = replicated && driver ? await replicationPassword(db, ctx) : undefined;

@@ -1,6 +1,6 @@
 import type { V1EnvVar, V1Volume } from '@kubernetes/client-node';
-import type { DatabaseObject } from '../api.ts';
-import { childNames } from '../names.ts';
+import type { DatabaseObject } from './api.ts';
+import { childNames } from './names.ts';
 
 const fromSecret = (name: string, secret: string, key: string, optional = false): V1EnvVar => ({
   name,

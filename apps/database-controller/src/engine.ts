@@ -1,0 +1,102 @@
+// The seam between the engine-neutral code (reconciler.ts, children.ts,
+// status.ts, parameters.ts, backup/, replication/) and the engines
+// (postgres/, mariadb/, mysql/, each assembled in engines/): what the neutral
+// code may ask of an engine. Both sides import this module and nothing of each
+// other's, so no `engine === '…'` branch is needed outside an engine's folder.
+import type { V1Container, V1Volume } from '@kubernetes/client-node';
+import type { Server } from '@regulon/conventions';
+import type { DatabaseObject } from './api.ts';
+import type { Engine } from './versions.ts';
+
+/** Where the manager reaches one instance, for one reconcile. */
+export interface Endpoint {
+  host: string;
+  /** The replication account's password: read once per reconcile, never kept past it. */
+  password: string;
+  signal?: AbortSignal | undefined;
+}
+
+/** One instance as its server answered over SQL, or why it did not. */
+export type Observation =
+  | {
+      reachable: true;
+      server: Server;
+      /** Its position as the engine writes it (an LSN, a GTID), for the status. */
+      position: string;
+    }
+  | { reachable: false; error: string };
+
+/**
+ * What the replication reconcile needs from an engine, whatever its protocol:
+ * the engine-neutral view of an instance that plan() decides on, a promotion,
+ * and the primary's upkeep for its replicas. Each engine speaks its own SQL
+ * (postgres/instance.ts, mariadb/instance.ts), loaded with its client library
+ * on first use: a manager whose Databases are all single instances loads
+ * neither.
+ */
+export interface InstanceDriver {
+  /** What `Server.lsn` counts, so the status names its lag: WAL bytes or transactions. */
+  readonly lagUnit: 'bytes' | 'transactions';
+  /** The Database's read-only lag bound, in `lagUnit`. */
+  maxLag(db: DatabaseObject): bigint;
+  observe(e: Endpoint): Promise<Observation>;
+  /** Makes a fenced primary's replica writable; a no-op on a writable one. */
+  promote(e: Endpoint, db: DatabaseObject): Promise<void>;
+  /** Upkeep on the current primary for the other instances (Pod names), with what changed, if anything. */
+  tendPrimary(primary: Endpoint, others: string[]): Promise<string | undefined>;
+}
+
+/**
+ * How an engine's configuration file parser reads a setting name (see
+ * parameters.ts, which enforces it at admission and again before rendering).
+ */
+export interface ParameterNaming {
+  /** The grammar of a name, as a regular expression (JavaScript and CEL alike). */
+  readonly namePattern: string;
+  /** The grammar in words, for messages. */
+  readonly nameRuleText: string;
+  /** A name as the engine compares it, from its lower-cased ASCII form. */
+  canonical(lower: string): string;
+  /** CEL: the parameter name `k` is one of `names` (canonical, `[a-z0-9_-]` only) as the engine compares it. */
+  celMatches(k: string, names: readonly string[]): string;
+  /** How names are compared, in words, for the reserved-names message. */
+  readonly comparedText: string;
+}
+
+/** The tools that take a DatabaseBackup (backup/controller.ts drives each one). */
+export type BackupToolName = 'pgBackRest' | 'mariabackup';
+
+/** The engine's container and the volumes it needs beside the data claim. */
+export interface EnginePod {
+  container: V1Container;
+  volumes: V1Volume[];
+}
+
+/**
+ * One engine's behaviour: everything the neutral code would otherwise decide
+ * by comparing the engine's name. Engines are looked up with engineOf()
+ * (engines/index.ts).
+ */
+export interface EngineBehaviour {
+  readonly name: Engine;
+  /** How spec.parameters names are read and compared. */
+  readonly parameters: ParameterNaming;
+  /** Its configuration file: the operator's settings, then the (validated, sorted) parameters in its own value syntax. */
+  configFile(db: DatabaseObject, parameters: [string, string][]): { file: string; content: string };
+  /** The other files of the config ConfigMap its Pods run with (start script, pg_hba.conf), if any. */
+  podFiles(db: DatabaseObject): Record<string, string>;
+  /** The engine's container and the volumes it mounts. */
+  pod(db: DatabaseObject, credentialsSecret: string, image: string): EnginePod;
+  /** The scheduled dump without an object store: the shell command and the variable its client reads the password from. */
+  dump(host: string): { command: string; passwordEnv: string };
+  /** How its instances replicate; undefined for an engine that runs one instance (mysql). */
+  readonly replication: { driver: InstanceDriver; user: string } | undefined;
+  /** The tool that takes its DatabaseBackups into spec.backup.objectStore; undefined for none. */
+  readonly backupTool: BackupToolName | undefined;
+  /** Whether its archive needs a stanza made on the primary before WAL can be archived (pgBackRest). */
+  readonly archiveNeedsStanza: boolean;
+  /** Whether spec.bootstrap.recovery may name a point in time (targetTime). */
+  readonly pointInTimeRecovery: boolean;
+  /** Whether spec.bootstrap.recovery is resolved into a recovery Secret the first Pod reads. */
+  readonly keepsRecoverySecret: boolean;
+}

@@ -1,0 +1,45 @@
+import type { DatabaseObject } from '../api.ts';
+import { ENGINE_DEFAULTS } from '../versions.ts';
+import { archiveSettings } from '../backup/pgbackrest.ts';
+
+/**
+ * postgresql.conf string syntax: a backslash starts an escape (`\n`, `\'`, octal)
+ * and `''` is a quote, so both are doubled and the engine reads back exactly
+ * the value given. Line breaks never get here.
+ */
+const postgresValue = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
+
+/**
+ * What the operator sets in postgresql.conf, before the user's parameters:
+ * where it listens, the pg_hba.conf it mounts, and what streaming
+ * replication and pg_rewind need (WAL for standbys, slots, hint bits logged).
+ * Synchronous replication waits for any one standby (`ANY 1 (*)`): whichever
+ * replica is promoted later, the most advanced one has every acknowledged commit.
+ * With an object store, archive_mode and archive_command hand each WAL segment
+ * to pgBackRest.
+ */
+export function postgresOperatorSettings(db: DatabaseObject): Array<[string, string]> {
+  const settings: Array<[string, string]> = [
+    ['listen_addresses', `'*'`],
+    ['port', String(ENGINE_DEFAULTS.postgres.port)],
+    ['hba_file', `'/etc/postgresql/pg_hba.conf'`],
+    ['wal_level', `'replica'`],
+    ['hot_standby', 'on'],
+    ['wal_log_hints', 'on'],
+    ['max_wal_senders', '10'],
+    ['max_replication_slots', '10'],
+  ];
+  if (db.spec.replication?.synchronous) settings.push(['synchronous_standby_names', `'ANY 1 (*)'`]);
+  // With spec.backup.objectStore: every WAL segment is archived by pgBackRest (backup/pgbackrest.ts).
+  settings.push(...archiveSettings(db));
+  return settings;
+}
+
+/** postgresql.conf: the operator's settings, then the (validated) parameters as quoted strings. */
+export function renderPostgresConf(db: DatabaseObject, parameters: [string, string][]): string {
+  const lines = [
+    ...postgresOperatorSettings(db).map(([k, v]) => `${k} = ${v}`),
+    ...parameters.map(([k, v]) => `${k} = ${postgresValue(v)}`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
