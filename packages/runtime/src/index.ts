@@ -203,3 +203,4 @@ export { webhookMetrics, WEBHOOK_LATENCY_BUCKETS } from './webhook/metrics.ts';
 export { migrateStorageVersion } from './storage-version/migrate.ts';
 export { StorageVersionMigrator, type StorageVersionMigratorOptions } from './storage-version/migrator.ts';
 export type { StorageMigrationOptions, StorageMigrationResult } from './storage-version/migrate.ts';
+export { microTime } from './support.ts';

@@ -37,3 +37,11 @@ export {
   REACHABLE_CONDITION,
   UNREACHABLE_METRIC,
 } from './reachability.ts';
+export {
+  PrimaryLeaseView,
+  primaryLeaseName,
+  transferPrimaryLease,
+  type LeaseJudgement,
+  type LeaseTransfer,
+  type PrimaryLease,
+} from './primary-lease.ts';

@@ -1,0 +1,187 @@
+// The primary Lease from the manager's side (the instance agent holds it; see
+// apps/instance-agent). Two rules make a promotion safe while the old
+// primary's Pod object, or the old primary itself, may still exist:
+//  - The manager judges the Lease expired only after it has itself seen the
+//    record stay unchanged for the Lease's duration, without a gap in its
+//    view longer than `maxBlindMs`: a manager that could not read the Lease
+//    (its API server connection down, the process paused) has not seen it
+//    unrenewed, so that time never counts. This is the elector's rule of
+//    @regulon/runtime, plus the gap: after an API-server outage, the holder
+//    and the manager both reconnect, and the holder's next renewal comes
+//    before the manager can have watched a full duration.
+//  - The promotion target is written into the Lease before it is promoted,
+//    as a compare-and-swap on the resourceVersion the manager judged: if the
+//    old holder renewed in between, the write conflicts and nothing is
+//    promoted.
+import {
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  Kinds,
+  retyped,
+  type KubeClient,
+  type KubeObject,
+} from '@regulon/client';
+import { microTime } from '@regulon/runtime';
+import type { Clock } from '@regulon/util';
+
+export interface PrimaryLeaseSpec {
+  holderIdentity?: string | undefined;
+  leaseDurationSeconds?: number | undefined;
+  acquireTime?: string | undefined;
+  renewTime?: string | undefined;
+  leaseTransitions?: number | undefined;
+}
+
+export interface PrimaryLease extends KubeObject {
+  spec?: PrimaryLeaseSpec | undefined;
+}
+
+/** The primary Lease's name for a Database or Cache. */
+export const primaryLeaseName = (owner: string): string => `${owner}-primary`;
+
+/** What the manager may conclude about the Lease now. */
+export type LeaseJudgement =
+  /** Nobody holds it: never created, or released (holder cleared). */
+  | { state: 'free'; resourceVersion: string | undefined }
+  /** `holder` holds it, as far as the manager can tell: not seen unrenewed for its whole duration. */
+  | { state: 'held'; holder: string; expiresInMs: number }
+  /** `holder` has not renewed for its whole duration, watched without a gap: it has fenced itself. */
+  | { state: 'expired'; holder: string; resourceVersion: string }
+  /** Not read yet, or not read recently enough to judge. */
+  | { state: 'unknown' };
+
+/** The record's content: a renewal changes it, a write that changes nothing of the holder's does not. */
+const recordKey = (lease: PrimaryLease | undefined): string => {
+  const s = lease?.spec;
+  return lease
+    ? JSON.stringify([
+        s?.holderIdentity ?? '',
+        s?.leaseDurationSeconds ?? 0,
+        s?.acquireTime ?? '',
+        s?.renewTime ?? '',
+        s?.leaseTransitions ?? 0,
+      ])
+    : '<absent>';
+};
+
+/**
+ * One manager's view of one primary Lease, fed by its reads (observe()), on
+ * the manager's monotonic clock. Wall-clock times in the record are never
+ * compared with the manager's clock.
+ */
+export class PrimaryLeaseView {
+  readonly #clock: Clock;
+  readonly #maxBlindMs: number;
+  #lease: PrimaryLease | undefined;
+  #key: string | undefined;
+  /** When (manager's clock) the record was first seen as it is now, or last seen after a gap. */
+  #since = 0;
+  #lastSeen: number | undefined;
+
+  /** `maxBlindMs`: the longest gap between two reads that still counts as watching. */
+  constructor(clock: Clock, maxBlindMs: number) {
+    if (!(maxBlindMs > 0)) throw new RangeError('primary lease view: maxBlindMs must be > 0');
+    this.#clock = clock;
+    this.#maxBlindMs = maxBlindMs;
+  }
+
+  /** Records a read: the Lease as the API server returned it, or undefined when it does not exist. */
+  observe(lease: PrimaryLease | undefined): void {
+    const now = this.#clock.now();
+    const key = recordKey(lease);
+    const blind = this.#lastSeen === undefined || now - this.#lastSeen > this.#maxBlindMs;
+    if (key !== this.#key || blind) this.#since = now;
+    this.#key = key;
+    this.#lease = lease;
+    this.#lastSeen = now;
+  }
+
+  judge(): LeaseJudgement {
+    const now = this.#clock.now();
+    if (this.#lastSeen === undefined || now - this.#lastSeen > this.#maxBlindMs) return { state: 'unknown' };
+    const holder = this.#lease?.spec?.holderIdentity ?? '';
+    if (!this.#lease || holder === '')
+      return { state: 'free', resourceVersion: this.#lease?.metadata?.resourceVersion };
+    const durationMs = Math.max(1, this.#lease.spec?.leaseDurationSeconds ?? 0) * 1000;
+    const expiresInMs = this.#since + durationMs - now;
+    if (expiresInMs > 0) return { state: 'held', holder, expiresInMs };
+    return { state: 'expired', holder, resourceVersion: this.#lease.metadata?.resourceVersion ?? '' };
+  }
+}
+
+export interface LeaseTransfer {
+  namespace: string;
+  name: string;
+  /** The instance about to be promoted. */
+  to: string;
+  /** What the manager judged: a free or expired Lease, at this resourceVersion (undefined: absent). */
+  judged: Extract<LeaseJudgement, { state: 'free' | 'expired' }>;
+  /** The Lease duration to write when it is created, in seconds. */
+  leaseDurationSeconds: number;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * Writes `to` as the holder of a Lease the manager judged free or expired,
+ * only if it is still the record that was judged. True when written; false
+ * when the record changed since (the old holder renewed, or another manager
+ * moved first), in which case nothing may be promoted.
+ */
+export async function transferPrimaryLease(
+  client: Pick<KubeClient, 'resource'>,
+  t: LeaseTransfer,
+  now: () => Date = () => new Date(),
+): Promise<boolean> {
+  const leases = client.resource(retyped<PrimaryLease>(Kinds.Lease));
+  const at = microTime(now());
+  const { resourceVersion } = t.judged;
+  if (resourceVersion === undefined) {
+    try {
+      await leases.create(
+        {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: t.name, namespace: t.namespace },
+          spec: {
+            holderIdentity: t.to,
+            leaseDurationSeconds: t.leaseDurationSeconds,
+            acquireTime: at,
+            renewTime: at,
+            leaseTransitions: 0,
+          },
+        },
+        { signal: t.signal },
+      );
+      return true;
+    } catch (err) {
+      if (isAlreadyExists(err)) return false;
+      throw err;
+    }
+  }
+  let current: PrimaryLease;
+  try {
+    current = await leases.get(t.name, { namespace: t.namespace, signal: t.signal });
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+  if (current.metadata?.resourceVersion !== resourceVersion) return false;
+  const spec: PrimaryLeaseSpec = {
+    ...current.spec,
+    holderIdentity: t.to,
+    leaseDurationSeconds: current.spec?.leaseDurationSeconds ?? t.leaseDurationSeconds,
+    acquireTime: at,
+    renewTime: at,
+    leaseTransitions: (current.spec?.leaseTransitions ?? 0) + 1,
+  };
+  try {
+    // The resourceVersion read above, unchanged since the judgement, makes
+    // this a compare-and-swap: a renewal in between makes it conflict.
+    await leases.replace({ ...current, spec }, { signal: t.signal });
+    return true;
+  } catch (err) {
+    if (isConflict(err)) return false;
+    throw err;
+  }
+}
