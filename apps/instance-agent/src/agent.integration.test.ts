@@ -34,6 +34,7 @@ interface Agent {
   exited: Promise<number | null>;
   /** The stand-in engine's pid, once the agent has logged it. */
   enginePid(): Promise<number>;
+  setQuorum(quorum: string): void;
   /** The engine's pid if the agent has logged it. */
   engineStarted(): number | undefined;
   setRole(role: 'primary' | 'replica'): void;
@@ -78,12 +79,18 @@ describe('instance agent and the primary Lease', { skip: unsupported }, () => {
   const holder = async (namespace: string) =>
     (await leases().get(LEASE, { namespace })).spec?.holderIdentity ?? '';
 
-  function startAgent(namespace: string, identity: string, role: 'primary' | 'replica'): Agent {
+  function startAgent(
+    namespace: string,
+    identity: string,
+    role: 'primary' | 'replica',
+    quorum?: string,
+  ): Agent {
     const dir = mkdtempSync(join(tmpdir(), 'regulon-agent-'));
     // The agent and its engine run in another group: they write here.
     chmodSync(dir, 0o777);
     const setRole = (r: string) => writeFileSync(join(dir, 'role'), r);
     setRole(role);
+    if (quorum !== undefined) writeFileSync(join(dir, 'quorum'), quorum);
     const child = spawn(
       process.execPath,
       [
@@ -92,6 +99,7 @@ describe('instance agent and the primary Lease', { skip: unsupported }, () => {
         ...['--role-command', `cat ${join(dir, 'role')}`, '--role-interval-ms', '200'],
         ...['--lease-duration-ms', String(TIMINGS.lease), '--renew-deadline-ms', String(TIMINGS.renew)],
         ...['--retry-period-ms', String(TIMINGS.retry), '--acquire-grace-ms', '3000'],
+        ...(quorum !== undefined ? ['--quorum-command', `cat ${join(dir, 'quorum')}`] : []),
         '--',
         process.execPath,
         ENGINE,
@@ -125,6 +133,7 @@ describe('instance agent and the primary Lease', { skip: unsupported }, () => {
       exited,
       logs,
       setRole,
+      setQuorum: (q: string) => writeFileSync(join(dir, 'quorum'), q),
       engineStarted,
       enginePid: () => eventually('the agent to start its engine', engineStarted),
     };
@@ -228,5 +237,73 @@ describe('instance agent and the primary Lease', { skip: unsupported }, () => {
     await eventually('the engine to handle a stop', () => existsSync(join(agent.dir, 'ready')));
     agent.child.kill('SIGTERM');
     assert.equal(await agent.exited, 0);
+  });
+
+  test('cut off from the API server but in touch with a majority, it keeps serving; it fences once the majority is gone', async () => {
+    const namespace = await env.newNamespace('agent-failsafe');
+    const agent = startAgent(namespace, 'orders-0', 'primary', '2 3');
+    const pid = await agent.enginePid();
+    await eventually('the agent to hold the Lease', async () => (await holder(namespace)) === 'orders-0');
+    const cut = cutOffFromApiServer(AGENT_GID, env.server);
+    try {
+      const cutAt = Date.now();
+      await eventually('the agent to notice the lost Lease and keep the engine up', () =>
+        agent.logs.some((l) => l.includes('keeping the engine up without the primary Lease')),
+      );
+      // Past the whole Lease duration (when a Lease holder without failsafe
+      // would long have fenced): still serving. A window of observation, not
+      // a wait for something to happen.
+      const until = cutAt + TIMINGS.lease + 2_000;
+      await eventually(
+        'the Lease duration to pass with the engine alive',
+        () => {
+          assert.ok(alive(pid), `fenced ${Date.now() - cutAt} ms after the cut, with a majority in touch`);
+          return Date.now() >= until;
+        },
+        TIMINGS.lease + 10_000,
+        100,
+      );
+      // One standby stops confirming: 1 of 3 is no majority.
+      agent.setQuorum('1 3');
+      const lostAt = Date.now();
+      const fencedAt = await eventually(
+        'the engine to be fenced',
+        () => !alive(pid) && Date.now(),
+        10_000,
+        20,
+      );
+      assert.ok(fencedAt - lostAt <= 2_000, `fenced ${fencedAt - lostAt} ms after the majority went`);
+      assert.equal(await agent.exited, FENCED_EXIT_CODE);
+      assert.ok(agent.logs.some((l) => l.includes('in touch with 1 of 3 instances, no majority')));
+    } finally {
+      cut.heal();
+    }
+  });
+
+  test('after an API-server outage survived in failsafe, it holds the Lease again', async () => {
+    const namespace = await env.newNamespace('agent-failsafe-heal');
+    const agent = startAgent(namespace, 'orders-0', 'primary', '3 3');
+    const pid = await agent.enginePid();
+    await eventually('the agent to hold the Lease', async () => (await holder(namespace)) === 'orders-0');
+    const cut = cutOffFromApiServer(AGENT_GID, env.server);
+    try {
+      await eventually('failsafe', () => agent.logs.some((l) => l.includes('keeping the engine up')));
+    } finally {
+      cut.heal();
+    }
+    const before = (await leases().get(LEASE, { namespace })).spec?.renewTime;
+    await eventually(
+      'a renewal by the same holder',
+      async () => {
+        const spec = (await leases().get(LEASE, { namespace })).spec;
+        return spec?.holderIdentity === 'orders-0' && spec.renewTime !== before;
+      },
+      15_000,
+    );
+    assert.ok(alive(pid), 'never fenced');
+    await eventually(
+      'the agent to say it holds the Lease again',
+      () => agent.logs.filter((l) => l.includes('holding the primary Lease')).length >= 2,
+    );
   });
 });

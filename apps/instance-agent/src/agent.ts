@@ -7,28 +7,40 @@ import type { KubeClient } from '@regulon/client';
 import { LeaderElector } from '@regulon/runtime';
 import { realClock, type Logger } from '@regulon/util';
 import type { AgentConfig } from './config.ts';
-import { PrimaryGuard } from './primary-guard.ts';
+import { PrimaryGuard, type Quorum } from './primary-guard.ts';
 import { EngineProcess, type EngineExit } from './supervisor.ts';
 
 /** The agent's exit code after it fenced its engine: the kubelet restarts the container. */
 export const FENCED_EXIT_CODE = 75;
 
-/** How long one role question may take: longer counts as no answer. */
-const ROLE_COMMAND_TIMEOUT_MS = 3_000;
+/** How long one question to the engine (its role, its quorum) may take: longer counts as no answer. */
+const QUESTION_TIMEOUT_MS = 3_000;
 
-/** Runs the role command: true for `primary`, false for `replica`, undefined for anything else or no answer. */
-export function askRole(command: string, signal: AbortSignal): Promise<boolean | undefined> {
+/** A shell command's output, or undefined when it failed or took too long. */
+function ask(command: string, signal: AbortSignal): Promise<string | undefined> {
   return new Promise((resolve) => {
     execFile(
       '/bin/sh',
       ['-c', command],
-      { signal, timeout: ROLE_COMMAND_TIMEOUT_MS, killSignal: 'SIGKILL' },
-      (err, stdout) => {
-        const answer = err ? '' : String(stdout).trim();
-        resolve(answer === 'primary' ? true : answer === 'replica' ? false : undefined);
-      },
+      { signal, timeout: QUESTION_TIMEOUT_MS, killSignal: 'SIGKILL' },
+      (err, stdout) => resolve(err ? undefined : String(stdout)),
     );
   });
+}
+
+/** `primary` is true, `replica` false, anything else (or no answer) undefined. */
+export function parseRole(text: string | undefined): boolean | undefined {
+  const answer = text?.trim();
+  return answer === 'primary' ? true : answer === 'replica' ? false : undefined;
+}
+
+/** "IN_TOUCH MEMBERS" as two whole numbers with 1 <= IN_TOUCH <= MEMBERS; anything else is no answer. */
+export function parseQuorum(text: string | undefined): Quorum | undefined {
+  const m = /^\s*(\d+)\s+(\d+)\s*$/.exec(text ?? '');
+  if (!m) return undefined;
+  const inTouch = Number(m[1]);
+  const members = Number(m[2]);
+  return members >= 1 && inTouch >= 1 && inTouch <= members ? { inTouch, members } : undefined;
 }
 
 export interface AgentRun {
@@ -41,6 +53,7 @@ export interface AgentRun {
 }
 
 export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): AgentRun {
+  const { quorumCommand } = config;
   const engine = new EngineProcess(config.engine);
   log.info(
     { identity: config.identity, lease: `${config.namespace}/${config.lease}`, pid: engine.pid },
@@ -52,7 +65,8 @@ export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): 
     log,
     roleIntervalMs: config.roleIntervalMs,
     acquireGraceMs: config.acquireGraceMs,
-    acceptsWrites: (signal) => askRole(config.roleCommand, signal),
+    acceptsWrites: async (signal) => parseRole(await ask(config.roleCommand, signal)),
+    quorum: quorumCommand ? async (signal) => parseQuorum(await ask(quorumCommand, signal)) : undefined,
     fence: () => engine.fence(),
     campaign: (callbacks) =>
       new LeaderElector({

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { parseQuorum, parseRole } from './agent.ts';
 import { DEFAULT_TIMINGS, parseAgentArgs } from './config.ts';
 
 const base = ['--namespace', 'shop', '--lease', 'orders-primary', '--role-command', 'echo primary'];
@@ -45,5 +46,26 @@ describe('parseAgentArgs', () => {
       () => parseAgentArgs([...base, '--retry-period-ms', 'soon', '--', 'e'], { POD_NAME: 'p' }),
       /--retry-period-ms must be a whole number of milliseconds above 0, not "soon"/,
     );
+  });
+
+  test('reads the quorum command, which is optional', () => {
+    assert.equal(parseAgentArgs([...base, '--', 'e'], { POD_NAME: 'p' }).quorumCommand, undefined);
+    const c = parseAgentArgs([...base, '--quorum-command', 'echo 2 3', '--', 'e'], { POD_NAME: 'p' });
+    assert.equal(c.quorumCommand, 'echo 2 3');
+  });
+});
+
+describe('the answers of the engine commands', () => {
+  test('role: primary, replica, or nothing known', () => {
+    assert.equal(parseRole('primary\n'), true);
+    assert.equal(parseRole(' replica '), false);
+    assert.equal(parseRole('t'), undefined);
+    assert.equal(parseRole(undefined), undefined);
+  });
+  test('quorum: two whole numbers, in touch between 1 and the members', () => {
+    assert.deepEqual(parseQuorum('2 3\n'), { inTouch: 2, members: 3 });
+    assert.deepEqual(parseQuorum('1 1'), { inTouch: 1, members: 1 });
+    for (const bad of ['', '2', '4 3', '0 3', '2 3 4', 'two three', undefined])
+      assert.equal(parseQuorum(bad), undefined, JSON.stringify(bad));
   });
 });

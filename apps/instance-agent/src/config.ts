@@ -11,6 +11,13 @@ export interface AgentConfig {
   identity: string;
   /** A shell command that prints `primary` when the engine accepts writes, `replica` when it does not. */
   roleCommand: string;
+  /**
+   * A shell command that prints two numbers, "IN_TOUCH MEMBERS": how many
+   * instances, this one included, confirmed contact with this primary within
+   * the renew deadline, of how many the Database has. Without it, a lost Lease
+   * always fences (no failsafe).
+   */
+  quorumCommand: string | undefined;
   /** The engine and its arguments, started as the agent's child. */
   engine: string[];
   leaseDurationMs: number;
@@ -34,7 +41,7 @@ export const DEFAULT_TIMINGS = {
 } as const;
 
 export const USAGE =
-  'usage: regulon-instance-agent --namespace NS --lease NAME [--identity POD] --role-command CMD ' +
+  'usage: regulon-instance-agent --namespace NS --lease NAME [--identity POD] --role-command CMD [--quorum-command CMD] ' +
   '[--lease-duration-ms N --renew-deadline-ms N --retry-period-ms N --role-interval-ms N --acquire-grace-ms N] ' +
   '-- ENGINE [ARGS...]';
 
@@ -48,6 +55,7 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       lease: { type: 'string' },
       identity: { type: 'string' },
       'role-command': { type: 'string' },
+      'quorum-command': { type: 'string' },
       'lease-duration-ms': { type: 'string' },
       'renew-deadline-ms': { type: 'string' },
       'retry-period-ms': { type: 'string' },
@@ -75,6 +83,7 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     lease: required('lease', values.lease),
     identity: required('identity (or the POD_NAME environment variable)', values.identity ?? env['POD_NAME']),
     roleCommand: required('role-command', values['role-command']),
+    quorumCommand: values['quorum-command'],
     engine: positionals,
     leaseDurationMs: ms('leaseDurationMs', 'lease-duration-ms'),
     renewDeadlineMs: ms('renewDeadlineMs', 'renew-deadline-ms'),

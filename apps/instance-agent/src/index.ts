@@ -1,5 +1,5 @@
 export { parseAgentArgs, DEFAULT_TIMINGS, USAGE, type AgentConfig } from './config.ts';
-export { runAgent, askRole, FENCED_EXIT_CODE, type AgentRun } from './agent.ts';
+export { runAgent, parseRole, parseQuorum, FENCED_EXIT_CODE, type AgentRun } from './agent.ts';
 export {
   PrimaryGuard,
   type Campaign,

@@ -3,17 +3,20 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { FakeClock, silentLogger } from '@regulon/util';
-import { PrimaryGuard, type Campaign, type CampaignCallbacks } from './primary-guard.ts';
+import { PrimaryGuard, type Campaign, type CampaignCallbacks, type Quorum } from './primary-guard.ts';
 
 interface Script {
   role: boolean | undefined;
+  /** What the quorum question answers; 'none' leaves the guard without one (no failsafe). */
+  quorum: Quorum | 'no answer' | 'none';
+  quorumAsked: number;
   campaigns: { callbacks: CampaignCallbacks; released: boolean }[];
   fences: string[];
 }
 
-function harness(grace = 5_000) {
+function harness(grace = 5_000, quorum: Script['quorum'] = 'none') {
   const clock = new FakeClock();
-  const script: Script = { role: false, campaigns: [], fences: [] };
+  const script: Script = { role: false, quorum, quorumAsked: 0, campaigns: [], fences: [] };
   const guard = new PrimaryGuard({
     identity: 'db-0',
     clock,
@@ -21,6 +24,13 @@ function harness(grace = 5_000) {
     roleIntervalMs: 1_000,
     acquireGraceMs: grace,
     acceptsWrites: () => Promise.resolve(script.role),
+    quorum:
+      quorum === 'none'
+        ? undefined
+        : () => {
+            script.quorumAsked++;
+            return Promise.resolve(typeof script.quorum === 'string' ? undefined : script.quorum);
+          },
     fence: (reason) => script.fences.push(reason),
     campaign: (callbacks): Campaign => {
       const entry = { callbacks, released: false };
@@ -136,5 +146,87 @@ describe('PrimaryGuard', () => {
     assert.deepEqual(h.script.fences, []);
     await h.guard.stop();
     await h.running;
+  });
+
+  describe('failsafe: a lost Lease with a majority in touch', () => {
+    const lead = async (h: ReturnType<typeof harness>) => {
+      h.script.role = true;
+      await h.tick();
+      h.script.campaigns[0]!.callbacks.onStartedLeading();
+      assert.equal(h.guard.holdsLease, true);
+    };
+
+    test('keeps the engine up and campaigns again; fences once the majority is gone', async () => {
+      const h = harness(5_000, { inTouch: 2, members: 3 });
+      await lead(h);
+      h.script.campaigns[0]!.callbacks.onStoppedLeading();
+      await h.tick();
+      assert.deepEqual(h.script.fences, [], 'an API-server outage alone does not stop the primary');
+      assert.equal(h.script.campaigns.length, 2, 'a new campaign tries to win the Lease back');
+      const asked = h.script.quorumAsked;
+      await h.tick();
+      assert.ok(h.script.quorumAsked > asked, 'the quorum is asked again every role interval');
+      assert.deepEqual(h.script.fences, []);
+      h.script.quorum = { inTouch: 1, members: 3 };
+      await h.tick();
+      assert.equal(h.script.fences.length, 1);
+      assert.match(h.script.fences[0]!, /in touch with 1 of 3 instances, no majority/);
+      await h.running;
+    });
+
+    test('is back to holding the Lease once the new campaign wins it', async () => {
+      const h = harness(5_000, { inTouch: 3, members: 3 });
+      await lead(h);
+      h.script.campaigns[0]!.callbacks.onStoppedLeading();
+      await h.tick();
+      h.script.campaigns[1]!.callbacks.onNewLeader('db-0');
+      h.script.campaigns[1]!.callbacks.onStartedLeading();
+      assert.equal(h.guard.holdsLease, true);
+      const asked = h.script.quorumAsked;
+      h.script.quorum = { inTouch: 1, members: 3 };
+      await h.tick();
+      assert.equal(h.script.quorumAsked, asked, 'holding the Lease, it needs no quorum');
+      assert.deepEqual(h.script.fences, []);
+      await h.guard.stop();
+      await h.running;
+    });
+
+    test('a Lease taken by another instance fences at once, whatever the quorum says', async () => {
+      const h = harness(5_000, { inTouch: 3, members: 3 });
+      await lead(h);
+      h.script.campaigns[0]!.callbacks.onStoppedLeading();
+      await h.tick();
+      h.script.campaigns[1]!.callbacks.onNewLeader('db-1');
+      assert.equal(h.script.fences.length, 1);
+      assert.match(h.script.fences[0]!, /held by db-1/);
+      await h.running;
+    });
+
+    test('fences when the quorum has no majority, or gives no answer', async () => {
+      for (const answer of [{ inTouch: 1, members: 2 }, 'no answer' as const]) {
+        const h = harness(5_000, answer);
+        await lead(h);
+        h.script.campaigns[0]!.callbacks.onStoppedLeading();
+        await h.tick();
+        assert.equal(h.script.fences.length, 1, `fenced with ${JSON.stringify(answer)}`);
+        assert.match(
+          h.script.fences[0]!,
+          /not renewed within the renew deadline, and (in touch with 1 of 2|no answer)/,
+        );
+        await h.running;
+      }
+    });
+
+    test('a single instance is its own majority: never fenced for the API server alone', async () => {
+      const h = harness(2_000, { inTouch: 1, members: 1 });
+      h.script.role = true;
+      await h.tick();
+      h.clock.advance(2_000);
+      await h.tick();
+      assert.deepEqual(h.script.fences, [], 'the grace ran out, yet no other instance can be promoted');
+      assert.equal(h.script.campaigns.length, 1, 'the first campaign goes on');
+      await h.guard.stop();
+      await h.running;
+    });
   });
 });

@@ -7,9 +7,14 @@
 // shorter than the lease duration, so the old primary has stopped before any
 // observer can see the Lease expire.
 //
-// Not yet here (issue 36): an API-server outage alone still fences a healthy
-// primary after the renew deadline; the rule "keep serving while a majority
-// of peers is reachable" needs the peers' agents to talk to each other.
+// An API-server outage alone must not stop a healthy primary: when the Lease
+// is lost to the deadline (not taken) and a quorum answer says a majority of
+// the instances, this one included, are in touch with it, the engine keeps
+// serving ("failsafe") while the agent tries to win the Lease back, and is
+// fenced the moment the majority is gone. That is safe only beside the
+// manager's rule (see README): it promotes only when a majority of the
+// instances report no contact with the old primary, and two majorities
+// always share an instance.
 import type { Clock, Logger, TimerHandle } from '@regulon/util';
 
 /** One campaign for the Lease: @regulon/runtime's LeaderElector satisfies it. */
@@ -26,6 +31,14 @@ export interface CampaignCallbacks {
   onNewLeader(identity: string): void;
 }
 
+/** How many instances (this one included) are in touch with this primary, of how many. */
+export interface Quorum {
+  inTouch: number;
+  members: number;
+}
+
+export const hasMajority = (q: Quorum): boolean => q.inTouch > q.members / 2;
+
 export interface PrimaryGuardOptions {
   /** This instance's identity in the Lease (its Pod name). */
   identity: string;
@@ -37,6 +50,13 @@ export interface PrimaryGuardOptions {
    * nothing: a hung engine acknowledges nothing, and the Lease still guards it.
    */
   acceptsWrites(signal: AbortSignal): Promise<boolean | undefined>;
+  /**
+   * Which instances are in touch with this one now, from the engine's own
+   * replication connections. Undefined (no failsafe): a lost Lease always fences.
+   */
+  quorum?: ((signal: AbortSignal) => Promise<Quorum | undefined>) | undefined;
+  /** How long a quorum question may take after a lost Lease before the engine is fenced anyway. */
+  quorumTimeoutMs?: number | undefined;
   /** Stops the engine at once; called at most once. */
   fence(reason: string): void;
   clock: Clock;
@@ -53,7 +73,12 @@ export interface PrimaryGuardOptions {
 
 type State =
   | { kind: 'replica' }
-  | { kind: 'campaigning'; campaign: Campaign; grace: TimerHandle }
+  /**
+   * Trying to acquire. `grace` runs out for a campaign that never held the
+   * Lease; in failsafe (the Lease lost, a majority in touch) there is no grace,
+   * and the quorum is asked every role interval instead.
+   */
+  | { kind: 'campaigning'; campaign: Campaign; grace: TimerHandle | undefined; failsafe: boolean }
   | { kind: 'leading'; campaign: Campaign }
   | { kind: 'fenced'; reason: string };
 
@@ -90,8 +115,12 @@ export class PrimaryGuard {
       const writable = await this.#o.acceptsWrites(signal).catch(() => undefined);
       // A fence aborts `signal` too, also while the question was out.
       if (signal.aborted) break;
-      if (writable === true && this.#state.kind === 'replica') this.#campaign();
+      if (writable === true && this.#state.kind === 'replica') this.#campaign(false);
       else if (writable === false && this.#state.kind !== 'replica') await this.#stepDown();
+      else if (this.#state.kind === 'campaigning' && this.#state.failsafe)
+        await this.#keepOrFence('the primary Lease is lost and not yet won back', this.#state.campaign);
+      // A fence or stop while this turn ran: an abort listener added now would never fire.
+      if (signal.aborted) break;
       await new Promise<void>((resolve) => {
         const timer = clock.setTimeout(resolve, roleIntervalMs);
         signal.addEventListener(
@@ -116,28 +145,32 @@ export class PrimaryGuard {
     if (this.#state.kind === 'campaigning' || this.#state.kind === 'leading') await this.#stepDown();
   }
 
-  #campaign(): void {
+  #campaign(failsafe: boolean): void {
     const { clock, log, identity, acquireGraceMs } = this.#o;
-    const grace = clock.setTimeout(
-      () =>
-        this.#fence(
-          `the engine accepted writes for ${acquireGraceMs} ms without this instance acquiring the primary Lease`,
-        ),
-      acquireGraceMs,
-    );
+    const grace = failsafe
+      ? undefined
+      : clock.setTimeout(
+          () =>
+            void this.#keepOrFence(
+              `the engine accepted writes for ${acquireGraceMs} ms without this instance acquiring the primary Lease`,
+              campaign,
+            ),
+          acquireGraceMs,
+        );
     // The callbacks run only after this returns, never during the call.
     const campaign: Campaign = this.#o.campaign({
       onStartedLeading: () => {
         if (this.#state.kind !== 'campaigning' || this.#state.campaign !== campaign) return;
-        clock.clearTimeout(this.#state.grace);
+        if (this.#state.grace) clock.clearTimeout(this.#state.grace);
         this.#state = { kind: 'leading', campaign };
         log.info({ identity }, 'holding the primary Lease');
       },
       onStoppedLeading: () => {
-        // A step-down sets the state to replica before it releases; anything
-        // else that ends the leading is a lost Lease.
+        // A step-down sets the state to replica before it releases, and a
+        // Lease taken by another fenced in onNewLeader already: what is left
+        // is a Lease not renewed within the renew deadline.
         if (this.#state.kind === 'leading' && this.#state.campaign === campaign)
-          this.#fence('the primary Lease was not renewed within the renew deadline, or was taken');
+          void this.#keepOrFence('the primary Lease was not renewed within the renew deadline', campaign);
       },
       onNewLeader: (holder) => {
         const current = this.#state;
@@ -146,17 +179,66 @@ export class PrimaryGuard {
           this.#fence(`the primary Lease is held by ${holder}, yet this engine accepts writes`);
       },
     });
-    this.#state = { kind: 'campaigning', campaign, grace };
-    log.info({ identity }, 'the engine accepts writes: campaigning for the primary Lease');
+    this.#state = { kind: 'campaigning', campaign, grace, failsafe };
+    if (!failsafe) log.info({ identity }, 'the engine accepts writes: campaigning for the primary Lease');
     campaign.run(this.#stop.signal).catch(() => {
       // Losing is handled by onStoppedLeading; a rejection adds nothing.
     });
   }
 
+  /**
+   * After `campaign` lost or never won the Lease: keeps the engine serving
+   * only while a majority is in touch (in failsafe, with a campaign to win the
+   * Lease back), else fences it.
+   */
+  async #keepOrFence(reason: string, campaign: Campaign): Promise<void> {
+    const { quorum, clock, log, identity } = this.#o;
+    const concerned = () => {
+      const s = this.#state;
+      return (s.kind === 'campaigning' || s.kind === 'leading') && s.campaign === campaign;
+    };
+    if (!concerned()) return;
+    if (!quorum) return this.#fence(reason);
+    const timeout = new AbortController();
+    const timer = clock.setTimeout(() => timeout.abort(), this.#o.quorumTimeoutMs ?? 1_000);
+    let answer: Quorum | undefined;
+    try {
+      answer = await Promise.race([
+        quorum(AbortSignal.any([timeout.signal, this.#stop.signal])).catch(() => undefined),
+        new Promise<undefined>((resolve) =>
+          timeout.signal.addEventListener('abort', () => resolve(undefined)),
+        ),
+      ]);
+    } finally {
+      clock.clearTimeout(timer);
+    }
+    if (!concerned()) return;
+    if (!answer || !hasMajority(answer)) {
+      const touch = answer
+        ? `in touch with ${answer.inTouch} of ${answer.members} instances, no majority`
+        : 'no answer about the other instances';
+      return this.#fence(`${reason}, and ${touch}`);
+    }
+    const current = this.#state;
+    if (current.kind === 'campaigning' && current.failsafe) return;
+    if (current.kind === 'campaigning') {
+      // Never won: keep trying, now without a grace.
+      if (current.grace) clock.clearTimeout(current.grace);
+      this.#state = { ...current, grace: undefined, failsafe: true };
+    } else {
+      // Lost: the elector's run is over; a new one tries to win it back.
+      this.#campaign(true);
+    }
+    log.warn(
+      { identity, reason, inTouch: answer.inTouch, members: answer.members },
+      'keeping the engine up without the primary Lease: a majority of the instances is in touch with it',
+    );
+  }
+
   async #stepDown(): Promise<void> {
     const current = this.#state;
     if (current.kind !== 'campaigning' && current.kind !== 'leading') return;
-    if (current.kind === 'campaigning') this.#o.clock.clearTimeout(current.grace);
+    if (current.kind === 'campaigning' && current.grace) this.#o.clock.clearTimeout(current.grace);
     this.#state = { kind: 'replica' };
     this.#o.log.info(
       { identity: this.#o.identity },
@@ -168,7 +250,7 @@ export class PrimaryGuard {
   #fence(reason: string): void {
     const current = this.#state;
     if (current.kind === 'fenced') return;
-    if (current.kind === 'campaigning') this.#o.clock.clearTimeout(current.grace);
+    if (current.kind === 'campaigning' && current.grace) this.#o.clock.clearTimeout(current.grace);
     this.#state = { kind: 'fenced', reason };
     this.#o.log.error({ identity: this.#o.identity, reason }, 'fencing the engine');
     this.#o.fence(reason);
