@@ -110,7 +110,7 @@ async function status(): Promise<number> {
   console.log(`${'api server'.padEnd(24)} ${ready ? 'ready' : 'not ready'}`);
   if (ready)
     console.log(
-      `${'nodes ready'.padEnd(24)} ${await cp.readyNodes()}/${cp.state.nodes + (cp.hasRealNode ? 1 : 0)}${cp.hasRealNode ? ' (one real)' : ''}`,
+      `${'nodes ready'.padEnd(24)} ${await cp.readyNodes()}/${cp.state.nodes + cp.realNodeCount}${cp.realNodeCount ? ` (${cp.realNodeCount === 1 ? 'one' : 'two'} real)` : ''}`,
     );
   printAccess(cp);
   return ready ? 0 : 1;
