@@ -4,8 +4,9 @@
 //                     proxy, or find them in the versioned cache, and print their
 //                     bin dir; --real-node also the real node's (a second line)
 //                     and its images
-//   up [--real-node]  start it in .cluster/ (or $REGULON_CLUSTER_DIR) and leave it
-//                     running; --real-node joins the machine's real node to it
+//   up [--real-node|--real-nodes=2]  start it in .cluster/ (or $REGULON_CLUSTER_DIR)
+//                     and leave it running; --real-node joins the machine's real
+//                     node to it, --real-nodes=2 also the second one (real-node-1)
 //   down    stop it and remove its directory
 //   images  build the real node's images (and the Debian packages that build them)
 //   status  show its components, readiness and nodes
@@ -24,7 +25,7 @@ import { defaultClusterDir } from './paths.ts';
 
 const log = (line: string) => process.stderr.write(`[testenv] ${line}\n`);
 const usage =
-  'usage: regulon-testenv install [--real-node]|up [--real-node]|down|status|images|exec -- COMMAND [ARGS...]';
+  'usage: regulon-testenv install [--real-node]|up [--real-node|--real-nodes=2]|down|status|images|exec -- COMMAND [ARGS...]';
 
 async function running(dir: string): Promise<ControlPlane | undefined> {
   if (!ControlPlane.exists(dir)) return undefined;
@@ -46,13 +47,17 @@ function printAccess(cp: ControlPlane): void {
 }
 
 async function up(args: string[]): Promise<number> {
-  const unknown = args.filter((a) => a !== '--real-node');
+  const unknown = args.filter((a) => !['--real-node', '--real-nodes=1', '--real-nodes=2'].includes(a));
   if (unknown.length) throw new Error(`unknown option ${unknown[0]}\n${usage}`);
-  const realNodes = args.includes('--real-node') ? 1 : 0;
+  const realNodes = args.includes('--real-nodes=2')
+    ? 2
+    : args.some((a) => a.startsWith('--real-node'))
+      ? 1
+      : 0;
   const dir = defaultClusterDir();
   const existing = await running(dir);
   if (existing) {
-    if (realNodes) await existing.ensureRealNode();
+    if (realNodes) await existing.ensureRealNode(undefined, realNodes);
     log('already running');
     printAccess(existing);
     return 0;
@@ -110,7 +115,7 @@ async function status(): Promise<number> {
   console.log(`${'api server'.padEnd(24)} ${ready ? 'ready' : 'not ready'}`);
   if (ready)
     console.log(
-      `${'nodes ready'.padEnd(24)} ${await cp.readyNodes()}/${cp.state.nodes + (cp.hasRealNode ? 1 : 0)}${cp.hasRealNode ? ' (one real)' : ''}`,
+      `${'nodes ready'.padEnd(24)} ${await cp.readyNodes()}/${cp.state.nodes + cp.realNodeCount}${cp.realNodeCount ? ` (${cp.realNodeCount === 1 ? 'one' : 'two'} real)` : ''}`,
     );
   printAccess(cp);
   return ready ? 0 : 1;

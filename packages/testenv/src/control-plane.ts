@@ -6,6 +6,7 @@ import { adminRequest, postJson, type AdminCredentials } from './http.ts';
 import { freePorts } from './ports.ts';
 import { shardVolumeStages } from './kwok-stages.ts';
 import { startRealNode, stopRealNode, realNodeState, nodeDir } from './real-node.ts';
+import { secondRealNodeState, startSecondRealNode } from './second-node.ts';
 import {
   delay,
   isAlive,
@@ -33,8 +34,10 @@ export interface ControlPlaneOptions {
   /** Fake KWOK nodes to register (default 3). */
   nodes?: number | undefined;
   /**
-   * Real nodes (0 or 1; default 0): a kubelet with containerd that runs real
-   * Pods from the Debian-built images (see real-node.ts). One per machine.
+   * Real nodes (0, 1 or 2; default 0): a kubelet with containerd that runs real
+   * Pods from the Debian-built images (see real-node.ts), and with 2 a second
+   * one in its own network namespace (second-node.ts), for node-loss tests.
+   * One control plane per machine may have them.
    */
   realNodes?: number | undefined;
   log?: (line: string) => void;
@@ -215,7 +218,7 @@ export class ControlPlane {
         deadline,
         async () => (await cp.readyNodes()) >= cp.state.nodes,
       );
-      if ((options.realNodes ?? 0) > 0) await cp.ensureRealNode(deadline);
+      if ((options.realNodes ?? 0) > 0) await cp.ensureRealNode(deadline, options.realNodes);
     } catch (err) {
       await cp.stop();
       throw err;
@@ -240,26 +243,33 @@ export class ControlPlane {
     return realNodeState(this.state.dir) !== undefined;
   }
 
+  /** How many real nodes this control plane has (0, 1 or 2). */
+  get realNodeCount(): number {
+    return (this.hasRealNode ? 1 : 0) + (secondRealNodeState(this.state.dir) ? 1 : 0);
+  }
+
   /**
-   * Joins the machine's real node to this control plane, unless it already
-   * has it. Serialised across the processes sharing the control plane (test
-   * files run in parallel), so the first to ask starts it and the others wait.
+   * Joins the machine's real node (and with `count` 2 the second one) to this
+   * control plane, unless it already has them. Serialised across the
+   * processes sharing the control plane (test files run in parallel), so the
+   * first to ask starts it and the others wait.
    */
-  async ensureRealNode(deadline = this.#now() + DEFAULT_START_TIMEOUT_MS): Promise<void> {
-    if (this.hasRealNode) return;
+  async ensureRealNode(deadline = this.#now() + DEFAULT_START_TIMEOUT_MS, count = 1): Promise<void> {
+    if (count > 2) throw new Error(`testenv: at most 2 real nodes per machine (asked for ${count})`);
+    const want = Math.max(1, count);
+    if (this.realNodeCount >= want) return;
     const lock = join(this.state.dir, 'real-node.lock');
     for (;;) {
       try {
         mkdirSync(lock);
         break;
       } catch {
-        if (this.hasRealNode) return;
+        if (this.realNodeCount >= want) return;
         await delay(500);
       }
     }
     try {
-      if (this.hasRealNode) return;
-      await startRealNode({
+      const options = {
         controlPlaneDir: this.state.dir,
         credentials: this.credentials,
         kubeconfigPath: this.state.kubeconfigPath,
@@ -268,7 +278,9 @@ export class ControlPlane {
         // Building binaries and images (minutes on a first run) doesn't count against it.
         deadline: Math.max(deadline, this.#now() + DEFAULT_START_TIMEOUT_MS),
         now: this.#now,
-      });
+      };
+      if (!this.hasRealNode) await startRealNode(options);
+      if (want === 2 && !secondRealNodeState(this.state.dir)) await startSecondRealNode(options);
     } finally {
       rmSync(lock, { recursive: true, force: true });
     }

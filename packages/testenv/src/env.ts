@@ -221,7 +221,7 @@ export async function start(options: TestEnvOptions = {}): Promise<TestEnv> {
   const shared = options.own ? undefined : process.env[STATE_DIR_ENV];
   if (shared && ControlPlane.exists(shared)) {
     const cp = ControlPlane.attach(shared, log);
-    if ((options.realNodes ?? 0) > 0) await cp.ensureRealNode();
+    if ((options.realNodes ?? 0) > 0) await cp.ensureRealNode(undefined, options.realNodes);
     return new TestEnv(cp, false);
   }
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'regulon-testenv-'));

@@ -1,8 +1,10 @@
-// Faults the kubelet does not report, for tests on the real node: here, a
-// process on this host cut off from the Pods while the API server (on
-// loopback) stays reachable, as a manager on the wrong side of a partition.
+// Faults the kubelet does not report, for tests on the real node: a process
+// on this host cut off from the Pods while the API server (on loopback) stays
+// reachable, as a manager on the wrong side of a partition; a process cut off
+// from the API server; and the loss of the second real node (its kubelet
+// stopped, its Pods cut off).
 import { sh } from './host.ts';
-import { NODE_NETWORK } from './node-config.ts';
+import { SECOND_NODE, secondRealNodeState } from './second-node.ts';
 
 export interface Partition {
   /** Lets the packets through again. Idempotent. */
@@ -11,7 +13,7 @@ export interface Partition {
 
 /**
  * Drops every packet that a process of group `gid` on this host sends to the
- * real node's Pods. Dropped, not refused: a connect hangs until its own
+ * real nodes' Pods. Dropped, not refused: a connect hangs until its own
  * timeout, as across a real partition. Matched by the sending process's group
  * (`-m owner --gid-owner`), so that the test's own samplers, in another group,
  * keep their view: start the process to cut off with that group (root may
@@ -19,7 +21,8 @@ export interface Partition {
  * node's teardown, which removes every rule added since the node started.
  */
 export function cutOffFromPods(gid: number): Partition {
-  return dropFromGroup(gid, ['-d', NODE_NETWORK.podSubnet]);
+  // Both real nodes' Pods (10.245.0.0/24 and 10.245.1.0/24).
+  return dropFromGroup(gid, ['-d', SECOND_NODE.clusterCIDR]);
 }
 
 /**
@@ -66,4 +69,49 @@ export function faultsUnsupported(): string | undefined {
     return `partitions need iptables, which did not answer: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
   }
   return undefined;
+}
+
+export interface NodeLoss {
+  /** Lets the node's packets through again and resumes its kubelet. Idempotent. */
+  heal(): void;
+}
+
+/**
+ * Loses the machine's second real node (`real-node-1`) the way a node is lost
+ * in a real cluster: its kubelet stops (SIGSTOP: no status, no lease renewal,
+ * the node goes NotReady in the API once the controller-manager's grace
+ * period passes) and every packet between its network namespace and the rest
+ * (the host, the API server, node 0's Pods) is dropped. Its containers keep
+ * running and its Pod objects stay: nothing confirms their end. `heal()`
+ * undoes both; the node's teardown removes the rules too (they are in its
+ * `REGULON-NODE1-` chains).
+ */
+export function loseSecondRealNode(controlPlaneDir: string): NodeLoss {
+  const state = secondRealNodeState(controlPlaneDir);
+  const kubelet = state?.components['kubelet'];
+  if (!kubelet) throw new Error(`testenv: no second real node runs for ${controlPlaneDir}`);
+  const { hostLink, chainPrefix } = SECOND_NODE;
+  const chain = `${chainPrefix}LOSS`;
+  const jumps = [
+    ['FORWARD', '-i', hostLink],
+    ['FORWARD', '-o', hostLink],
+    ['INPUT', '-i', hostLink],
+    ['OUTPUT', '-o', hostLink],
+  ];
+  const ipt = (...args: string[]) => sh('iptables', ['-w', ...args]);
+  ipt('-N', chain);
+  ipt('-A', chain, '-j', 'DROP');
+  for (const [builtin, ...match] of jumps) ipt('-I', builtin!, '1', ...match, '-j', chain);
+  process.kill(kubelet.pid, 'SIGSTOP');
+  let healed = false;
+  return {
+    heal() {
+      if (healed) return;
+      healed = true;
+      for (const [builtin, ...match] of jumps) ipt('-D', builtin!, ...match, '-j', chain);
+      ipt('-F', chain);
+      ipt('-X', chain);
+      process.kill(kubelet.pid, 'SIGCONT');
+    },
+  };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { addedIptables, iptablesUndoScript } from './host.ts';
+import { addedIptables, iptablesUndoScript, scoped } from './host.ts';
 
 const before = `*filter
 :INPUT ACCEPT [0:0]
@@ -58,4 +58,26 @@ COMMIT
 COMMIT
 `,
   );
+});
+
+test("a second node's undo keeps to its own chains: rules in them or jumping to them, not the first node's", () => {
+  const withSecond = after
+    .replace(
+      ':REGULON-NODE-FORWARD - [0:0]\n',
+      ':REGULON-NODE-FORWARD - [0:0]\n:REGULON-NODE1-FORWARD - [0:0]\n',
+    )
+    .replace(
+      '-A REGULON-NODE-FORWARD -i regulon0 -j DROP\n',
+      '-A REGULON-NODE-FORWARD -i regulon0 -j DROP\n-A FORWARD -j REGULON-NODE1-FORWARD\n-A REGULON-NODE1-FORWARD -i regulon1h -j DROP\n',
+    );
+  const added = scoped(addedIptables(before, withSecond), 'REGULON-NODE1-');
+  assert.deepEqual(added, {
+    rules: [
+      'filter -A FORWARD -j REGULON-NODE1-FORWARD',
+      'filter -A REGULON-NODE1-FORWARD -i regulon1h -j DROP',
+    ],
+    chains: ['filter REGULON-NODE1-FORWARD'],
+  });
+  // Without a prefix, everything added since the snapshot is the node's.
+  assert.equal(scoped(addedIptables(before, withSecond), undefined).rules.length, 5);
 });

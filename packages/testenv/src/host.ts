@@ -25,6 +25,12 @@ export interface HostRecord {
    * killed shim leaves its socket behind.
    */
   containerdRunBefore: string[];
+  /**
+   * When set, only iptables chains named with this prefix (and the rules in
+   * them or jumping to them) are the node's: a second node, started while the
+   * first one's kube-proxy keeps adding rules, must leave those alone.
+   */
+  iptablesChainPrefix?: string | undefined;
 }
 
 const CGROUP_FS = '/sys/fs/cgroup';
@@ -129,12 +135,52 @@ export function nodeMounts(record: HostRecord): string[] {
     .filter(Boolean)
     .map((l) => unescapeMount(l.split(' ')[4]!));
   const before = new Set(record.netnsBefore.map((n) => join(NETNS_DIR, n)));
+  const inUse = netnsInUse();
   const ours = targets.filter(
     (t) =>
       record.mountPrefixes.some((p) => t === p || t.startsWith(`${p}/`)) ||
-      (t.startsWith(`${NETNS_DIR}/`) && !before.has(t)),
+      (t.startsWith(`${NETNS_DIR}/`) && !before.has(t) && !inUse(t)),
   );
   return [...new Set(ours)].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * Whether a live process is in the network namespace bound at a path: then it
+ * is another node's (a Pod's sandbox on the first node, while the second one
+ * stops), since the caller killed every process of its own node first.
+ */
+function netnsInUse(): (path: string) => boolean {
+  const live = new Set<number>();
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      live.add(statSync(`/proc/${pid}/ns/net`).ino);
+    } catch {
+      // exited, or a kernel thread
+    }
+  }
+  return (path) => {
+    try {
+      return live.has(statSync(path).ino);
+    } catch {
+      return false;
+    }
+  };
+}
+
+/** Paths of the Unix sockets something listens on (in this network namespace's view). */
+function listeningSockets(): Set<string> {
+  const paths = new Set<string>();
+  try {
+    for (const line of readFileSync('/proc/net/unix', 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      // Num RefCount Protocol Flags Type St Inode Path; flag 00010000 is __SO_ACCEPTCON (listening).
+      if (cols.length >= 8 && cols[3] === '00010000' && cols[7]!.startsWith('/')) paths.add(cols[7]!);
+    }
+  } catch {
+    // no procfs view: keep nothing
+  }
+  return paths;
 }
 
 function unescapeMount(s: string): string {
@@ -195,8 +241,10 @@ export function restoreHost(record: HostRecord): string[] {
     if (trySh('umount', [target]) === undefined && trySh('umount', ['-l', target]) === undefined)
       problems.push(`mount ${target}`);
   }
+  const inUse = netnsInUse();
   for (const n of existsSync(NETNS_DIR) ? readdirSync(NETNS_DIR) : []) {
-    if (!record.netnsBefore.includes(n)) trySh('rm', ['-f', join(NETNS_DIR, n)]);
+    if (!record.netnsBefore.includes(n) && !inUse(join(NETNS_DIR, n)))
+      trySh('rm', ['-f', join(NETNS_DIR, n)]);
   }
   // Veths of Pods whose namespace is gone are gone with it; any left are deleted with the bridge's ports.
   for (const port of bridgePorts(record.bridge)) trySh('ip', ['link', 'del', port]);
@@ -208,7 +256,7 @@ export function restoreHost(record: HostRecord): string[] {
   ] as const) {
     const now = trySh(save, []);
     if (now === undefined) continue;
-    const added = addedIptables(record.iptablesBefore[family], now);
+    const added = scoped(addedIptables(record.iptablesBefore[family], now), record.iptablesChainPrefix);
     if (added.rules.length + added.chains.length === 0) continue;
     if (trySh(restore, ['--noflush'], iptablesUndoScript(added)) === undefined) {
       // One stale line fails the whole batch; fall back to one command per line.
@@ -217,12 +265,16 @@ export function restoreHost(record: HostRecord): string[] {
         trySh(restore, ['--noflush'], `*${tableOf(added, line)}\n${line}\nCOMMIT\n`);
       }
     }
-    const left = addedIptables(record.iptablesBefore[family], trySh(save, []) ?? '');
+    const left = scoped(
+      addedIptables(record.iptablesBefore[family], trySh(save, []) ?? ''),
+      record.iptablesChainPrefix,
+    );
     for (const r of [...left.rules, ...left.chains]) problems.push(`${save}: ${r}`);
   }
-  const before = new Set(record.containerdRunBefore);
+  // Kept: what was there before, and every socket a live shim (another node's) still listens on.
+  const kept = new Set([...record.containerdRunBefore, ...listeningSockets()]);
   for (const p of containerdRunEntries().reverse()) {
-    if (before.has(p)) continue;
+    if (kept.has(p) || [...kept].some((k) => k.startsWith(`${p}/`))) continue;
     rmSync(p, { recursive: true, force: true });
     if (existsSync(p)) problems.push(`file ${p}`);
   }
@@ -239,6 +291,23 @@ export function restoreHost(record: HostRecord): string[] {
     }
   }
   return problems;
+}
+
+/** Only the chains named with `prefix` and the rules in or jumping to them; everything when no prefix. */
+export function scoped(
+  added: { rules: string[]; chains: string[] },
+  prefix: string | undefined,
+): { rules: string[]; chains: string[] } {
+  if (!prefix) return added;
+  return {
+    rules: added.rules.filter((r) => {
+      const words = r.split(' ');
+      return (
+        words[2]?.startsWith(prefix) || words.some((w, i) => w === '-j' && words[i + 1]?.startsWith(prefix))
+      );
+    }),
+    chains: added.chains.filter((c) => c.split(' ')[1]?.startsWith(prefix)),
+  };
 }
 
 function tableOf(added: { rules: string[]; chains: string[] }, line: string): string {

@@ -37,7 +37,15 @@ export {
 } from './images.ts';
 export { ensureDebianPackages, missingDebianPackages, type DebianPackagesOptions } from './debian.ts';
 export { ensureNodeBinaries, type NodeBinaries } from './binaries.ts';
-export { cutOffFromPods, cutOffFromApiServer, faultsUnsupported, type Partition } from './faults.ts';
+export {
+  cutOffFromPods,
+  cutOffFromApiServer,
+  faultsUnsupported,
+  loseSecondRealNode,
+  type Partition,
+  type NodeLoss,
+} from './faults.ts';
+export { SECOND_NODE, startSecondRealNode, secondRealNodeState } from './second-node.ts';
 export { REAL_NODE_LABEL, realNodeUnsupported, NODE_PACKAGES, loadImagesIntoRealNode } from './real-node.ts';
 export {
   startObjectStore,

@@ -12,6 +12,13 @@ export const NODE_NETWORK = {
   apiServiceIP: '10.0.0.1',
 } as const;
 
+/** A real node's own network: its bridge, Pod subnet and address (node 0's is {@link NODE_NETWORK}). */
+export interface NodeNetwork {
+  bridge: string;
+  podSubnet: string;
+  nodeIP: string;
+}
+
 /** The label every real node carries, and the key of its taint. */
 export const REAL_NODE_LABEL = 'node.regulon.dev/real';
 
@@ -26,7 +33,23 @@ export interface NodeLayout {
   pauseImage: string;
   cgroupRoot: string;
   clusterDomain: string;
+  /** The node's bridge, Pod subnet and address; default {@link NODE_NETWORK} (node 0). */
+  network?: NodeNetwork | undefined;
+  /** kube-proxy's cluster CIDR (what it treats as Pod traffic); default the node's Pod subnet. */
+  clusterCIDR?: string | undefined;
+  /**
+   * Where the kubelet keeps its containers' logs; default /var/log/pods. A
+   * second kubelet on the machine needs its own: a kubelet's garbage collector
+   * removes the log directories of Pods it does not know, the other node's too.
+   */
+  podLogsDirectory?: string | undefined;
+  /** Taints the kubelet registers with besides the real node's own. */
+  extraTaints?: Array<{ key: string; value: string; effect: string }> | undefined;
+  /** Address kube-proxy's health and metrics ports bind to; default 127.0.0.1. */
+  proxyStatusAddress?: string | undefined;
 }
+
+const network = (l: Pick<NodeLayout, 'network'>): NodeNetwork => l.network ?? NODE_NETWORK;
 
 export const containerdSocket = (l: NodeLayout) => `${l.dir}/containerd/containerd.sock`;
 
@@ -74,7 +97,7 @@ export function cniConfig(l: NodeLayout): string {
       plugins: [
         {
           type: 'bridge',
-          bridge: NODE_NETWORK.bridge,
+          bridge: network(l).bridge,
           isGateway: true,
           // The default route through the bridge: Service IPs are reached by kube-proxy's DNAT on this machine.
           isDefaultGateway: true,
@@ -84,7 +107,7 @@ export function cniConfig(l: NodeLayout): string {
           hairpinMode: true,
           ipam: {
             type: 'host-local',
-            ranges: [[{ subnet: NODE_NETWORK.podSubnet, gateway: NODE_NETWORK.nodeIP }]],
+            ranges: [[{ subnet: network(l).podSubnet, gateway: network(l).nodeIP }]],
             dataDir: `${l.dir}/cni/ipam`,
           },
         },
@@ -100,7 +123,7 @@ export function kubeletConfig(l: NodeLayout, clusterDns: string): string {
     {
       apiVersion: 'kubelet.config.k8s.io/v1beta1',
       kind: 'KubeletConfiguration',
-      address: NODE_NETWORK.nodeIP,
+      address: network(l).nodeIP,
       // Loopback only: the health port is for testenv's readiness wait.
       healthzBindAddress: '127.0.0.1',
       // The read-only port serves Pod specs without authentication; off, as in any hardened cluster.
@@ -128,7 +151,10 @@ export function kubeletConfig(l: NodeLayout, clusterDns: string): string {
       // The machine's disk is shared with everything else; don't evict test Pods for it.
       evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '1%', 'imagefs.available': '1%' },
       imageGCHighThresholdPercent: 100,
-      registerWithTaints: [{ key: REAL_NODE_LABEL, value: 'true', effect: 'NoSchedule' }],
+      registerWithTaints: [
+        { key: REAL_NODE_LABEL, value: 'true', effect: 'NoSchedule' },
+        ...(l.extraTaints ?? []),
+      ],
       maxPods: 110,
       serializeImagePulls: false,
       // Faster status for tests, still well within real clusters' ranges.
@@ -136,6 +162,7 @@ export function kubeletConfig(l: NodeLayout, clusterDns: string): string {
       syncFrequency: '10s',
       fileCheckFrequency: '10s',
       staticPodPath: '',
+      ...(l.podLogsDirectory ? { podLogsDirectory: l.podLogsDirectory } : {}),
     },
     null,
     2,
@@ -150,10 +177,10 @@ export function kubeProxyConfig(l: NodeLayout, healthzPort: number, metricsPort:
       mode: 'iptables',
       clientConnection: { kubeconfig: l.kubeconfigPath },
       hostnameOverride: l.nodeName,
-      clusterCIDR: NODE_NETWORK.podSubnet,
-      bindAddress: NODE_NETWORK.nodeIP,
-      healthzBindAddress: `127.0.0.1:${healthzPort}`,
-      metricsBindAddress: `127.0.0.1:${metricsPort}`,
+      clusterCIDR: l.clusterCIDR ?? network(l).podSubnet,
+      bindAddress: network(l).nodeIP,
+      healthzBindAddress: `${l.proxyStatusAddress ?? '127.0.0.1'}:${healthzPort}`,
+      metricsBindAddress: `${l.proxyStatusAddress ?? '127.0.0.1'}:${metricsPort}`,
       // Leave the machine's conntrack table size alone (a global sysctl).
       conntrack: { maxPerCore: 0, min: 0 },
     },
@@ -186,4 +213,34 @@ export function corefile(l: NodeLayout, readyPort: number): string {
   }
 }
 `;
+}
+
+/**
+ * iptables rules (table first) that send Pods' packets for the `kubernetes`
+ * Service (from `bridge`) to the API server's port on 127.0.0.1, which the
+ * bridge's `route_localnet` allows. kube-proxy leaves that Service alone: its
+ * only endpoint is the API server's loopback address.
+ */
+export function apiServiceRules(bridge: string, apiPort: number | string): string[][] {
+  return [
+    ['nat', '-N', 'REGULON-NODE-API'],
+    [
+      'nat',
+      '-A',
+      'REGULON-NODE-API',
+      '-i',
+      bridge,
+      '-d',
+      `${NODE_NETWORK.apiServiceIP}/32`,
+      '-p',
+      'tcp',
+      '--dport',
+      '443',
+      '-j',
+      'DNAT',
+      '--to-destination',
+      `127.0.0.1:${apiPort}`,
+    ],
+    ['nat', '-I', 'PREROUTING', '1', '-j', 'REGULON-NODE-API'],
+  ];
 }

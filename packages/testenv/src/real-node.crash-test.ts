@@ -1,12 +1,13 @@
 // `down` after the test process was killed with SIGKILL leaves the machine as
 // it was: no process, mount, network namespace, bridge, iptables rule, cgroup
-// or sysctl of the node behind. It needs the machine's one real node to
+// or sysctl of either node behind (the machine's two real nodes: the second
+// one in its own network namespace, see second-node.ts). It needs the machine's one real node to
 // itself, so `npm test` runs it as its own step, before the shared control
 // plane of the other tests starts (tools/scripts/test.ts); the file name keeps
 // it out of the packages' `*.test.ts` globs.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -21,6 +22,7 @@ import {
   type RealNodeState,
 } from './real-node.ts';
 import { isAlive } from './process.ts';
+import { SECOND_NODE, secondNodeDir } from './second-node.ts';
 
 const run = promisify(execFile);
 const cli = join(import.meta.dirname, 'cli.ts');
@@ -30,16 +32,18 @@ const cli = join(import.meta.dirname, 'cli.ts');
 // waits to be killed.
 const child = `
 import { start, eventually } from ${JSON.stringify(join(import.meta.dirname, 'index.ts'))};
-const env = await start({ dir: process.env.CRASH_DIR, realNodes: 1 });
+const env = await start({ dir: process.env.CRASH_DIR, realNodes: 2 });
 const ns = await env.newNamespace('crash', { realNode: true });
 const { CoreV1Api } = await import('@kubernetes/client-node');
 const core = env.kubeConfig.makeApiClient(CoreV1Api);
 const { ensureImages } = await import(${JSON.stringify(join(import.meta.dirname, 'images.ts'))});
 const client = (await ensureImages(['client'])).find((i) => i.name === 'client').ref;
-await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'sleeper' },
-  spec: { containers: [{ name: 'main', image: client, command: ['sleep', 'infinity'] }] } } });
-await eventually('sleeper running', async () =>
-  (await core.readNamespacedPod({ namespace: ns, name: 'sleeper' })).status?.phase === 'Running', 180_000, 500);
+for (const [name, nodeName] of [['sleeper', 'real-node-0'], ['sleeper-1', 'real-node-1']]) {
+  await core.createNamespacedPod({ namespace: ns, body: { metadata: { name },
+    spec: { nodeName, containers: [{ name: 'main', image: client, command: ['sleep', 'infinity'] }] } } });
+  await eventually(name + ' running', async () =>
+    (await core.readNamespacedPod({ namespace: ns, name })).status?.phase === 'Running', 180_000, 500);
+}
 process.stdout.write('READY\\n');
 setInterval(() => {}, 1 << 30);
 `;
@@ -75,15 +79,20 @@ void test('down after kill -9 of the test process leaves nothing of the node beh
     proc.on('exit', (code) => reject(new Error(`the child exited with ${code} before its Pod ran`)));
   });
   const state = JSON.parse(readFileSync(join(nodeDir(dir), 'state.json'), 'utf8')) as RealNodeState;
+  const second = JSON.parse(readFileSync(join(secondNodeDir(dir), 'state.json'), 'utf8')) as RealNodeState;
   proc.kill('SIGKILL');
   await new Promise((r) => proc.once('exit', r));
 
   // The crash left the node running: each check below has something to find.
   assert.ok(
-    Object.values(state.components).every((c) => isAlive(c.pid)),
+    Object.values({ ...state.components, ...second.components }).every((c) => isAlive(c.pid)),
     'node processes outlive the test process',
   );
   assert.ok(shimPids(nodeDir(dir)).length > 0, 'a containerd shim runs the Pod');
+  assert.ok(shimPids(secondNodeDir(dir)).length > 0, "a containerd shim runs node 1's Pod");
+  assert.ok(existsSync(`/run/netns/${SECOND_NODE.netns}`), "node 1's network namespace exists");
+  assert.ok(existsSync(`/sys/class/net/${SECOND_NODE.hostLink}`), "node 1's veth exists");
+  assert.ok(remainingCgroups(SECOND_NODE.cgroupRoot).length > 0, 'node 1 has cgroups');
   assert.ok(nodeMounts(state.host).length > 0, 'the node has mounts');
   assert.ok(existsSync(`/sys/class/net/${NODE_NETWORK.bridge}`), 'the bridge exists');
   assert.ok(remainingCgroups('regulon-node').length > 0, 'the node has cgroups');
@@ -94,9 +103,13 @@ void test('down after kill -9 of the test process leaves nothing of the node beh
 
   await run(process.execPath, [cli, 'down'], { env: { ...process.env, REGULON_CLUSTER_DIR: dir } });
 
-  for (const c of Object.values(state.components))
+  for (const c of Object.values({ ...state.components, ...second.components }))
     assert.equal(isAlive(c.pid), false, `${c.name} still runs`);
   assert.deepEqual(shimPids(nodeDir(dir)), []);
+  assert.deepEqual(shimPids(secondNodeDir(dir)), []);
+  assert.deepEqual(existsSync('/run/netns') ? readdirSync('/run/netns') : [], before.netnsBefore);
+  assert.equal(existsSync(`/sys/class/net/${SECOND_NODE.hostLink}`), false, "node 1's veth removed");
+  assert.deepEqual(remainingCgroups(SECOND_NODE.cgroupRoot), []);
   assert.deepEqual(nodeMounts(before), []);
   assert.equal(existsSync(`/sys/class/net/${NODE_NETWORK.bridge}`), false, 'bridge removed');
   assert.deepEqual(remainingCgroups('regulon-node'), []);

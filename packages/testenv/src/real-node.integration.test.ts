@@ -356,7 +356,7 @@ describe('real node', () => {
     assert.match(reason.message ?? '', /127\.0\.0\.1:9|connection refused/);
   });
 
-  test('a second real node on the machine is refused with a clear message, changing nothing', async () => {
+  test('a real node for a second control plane is refused with a clear message, changing nothing', async () => {
     const other = mkdtempSync(join(tmpdir(), 'regulon-second-node-'));
     try {
       await assert.rejects(
@@ -367,7 +367,7 @@ describe('real node', () => {
           caCert: env.controlPlane.state.pki.caCert,
           deadline: Date.now() + 60_000,
         }),
-        /already runs a real node \(for .*\); there can be one per machine/,
+        /already runs a real node \(for .*\); one control plane per machine can have real nodes/,
       );
       assert.equal(existsSync(join(nodeDir(other), 'state.json')), false);
       // The first node is untouched.

@@ -23,6 +23,7 @@ import {
 import { adminRequest, type AdminCredentials } from './http.ts';
 import { ensureImages, type ImageArchive } from './images.ts';
 import {
+  apiServiceRules,
   cniConfig,
   containerdConfig,
   containerdSocket,
@@ -49,15 +50,27 @@ export const NODE_PACKAGES = [
   'conntrack',
 ] as const;
 
-/** One real node per machine: the bridge, the kubelet's ports and the cgroup root are machine-wide. */
+/**
+ * One control plane per machine may have real nodes: node 0's bridge, kubelet
+ * ports and cgroup root are machine-wide. (Its second node, second-node.ts,
+ * lives beside it under the same lock.)
+ */
 export const REAL_NODE_LOCK = '/run/regulon-real-node.lock';
 const CGROUP_ROOT = 'regulon-node';
 const NODE_NAME = 'real-node-0';
 const STATE_FILE = 'state.json';
+/** The second node's directory beside the first's (`<control plane dir>/node`). */
+export const SECOND_NODE_DIR = 'node1';
 
 export interface RealNodeState {
   dir: string;
   nodeName: string;
+  /**
+   * Set for the machine's second node (second-node.ts): its own network
+   * namespace, whose kube-proxy chains go with it, so the machine-wide
+   * `kube-proxy --cleanup` (which would clear the first node's) is not run.
+   */
+  secondary?: boolean | undefined;
   host: HostRecord;
   components: Record<string, ComponentState>;
 }
@@ -90,8 +103,8 @@ export function nodeDir(controlPlaneDir: string): string {
   return join(controlPlaneDir, 'node');
 }
 
-export function realNodeState(controlPlaneDir: string): RealNodeState | undefined {
-  const file = join(nodeDir(controlPlaneDir), STATE_FILE);
+export function realNodeState(controlPlaneDir: string, node = 'node'): RealNodeState | undefined {
+  const file = join(controlPlaneDir, node, STATE_FILE);
   return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as RealNodeState) : undefined;
 }
 
@@ -134,44 +147,10 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNodeS
     configureHost(state.host, options.credentials);
     save();
 
-    writeFileSync(join(dir, 'containerd', 'config.toml'), containerdConfig(layout));
-    writeFileSync(join(dir, 'containerd', 'certs.d', '_default', 'hosts.toml'), REFUSING_REGISTRY);
-    writeFileSync(join(dir, 'cni', 'net.d', '10-regulon.conflist'), cniConfig(layout));
-    writeFileSync(join(dir, 'resolv.conf'), '');
-    const spawn = (name: string, bin: string, args: string[]) => {
-      const running = startComponent(name, bin, args, join(dir, 'logs', `${name}.log`));
-      state.components[name] = running.state;
-      save();
-      log(`started ${name} (pid ${running.state.pid})`);
-      return running.state;
-    };
-    const waitFor = async (
-      what: string,
-      c: ComponentState | undefined,
-      ready: () => Promise<boolean> | boolean,
-    ) => {
-      while (now() < options.deadline) {
-        if (c && !isAlive(c.pid))
-          throw new Error(`testenv: real node: ${what} exited while starting:\n${logTail(c.log)}`);
-        try {
-          if (await ready()) return log(`${what} ready`);
-        } catch {
-          // not yet
-        }
-        await delay(200);
-      }
-      throw new Error(`testenv: real node: timed out waiting for ${what}${c ? `\n${logTail(c.log)}` : ''}`);
-    };
-
-    const containerd = spawn('containerd', 'containerd', [
-      '--config',
-      join(dir, 'containerd', 'config.toml'),
-    ]);
-    const ctr = (...args: string[]) =>
-      sh('ctr', ['--address', containerdSocket(layout), '-n', 'k8s.io', ...args]);
-    await waitFor('containerd', containerd, () => (ctr('version'), true));
-    forgetPreviousRun(ctr);
-    loadImages(ctr, images, layout, log);
+    writeNodeConfigs(layout);
+    const starter = componentStarter(state, save, { log, now, deadline: options.deadline }, 'real node');
+    const { spawn, waitFor } = starter;
+    await startContainerd(layout, images, starter, log);
 
     const [dnsReadyPort, proxyHealthPort, proxyMetricsPort] = (await freePorts(3)) as [
       number,
@@ -191,16 +170,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNodeS
 
     createCgroupRoot(CGROUP_ROOT);
     writeFileSync(join(dir, 'kubelet', 'config.json'), kubeletConfig(layout, NODE_NETWORK.nodeIP));
-    const kubelet = spawn('kubelet', bins.kubelet, [
-      `--config=${join(dir, 'kubelet', 'config.json')}`,
-      `--kubeconfig=${options.kubeconfigPath}`,
-      `--root-dir=${join(dir, 'kubelet')}`,
-      `--hostname-override=${NODE_NAME}`,
-      `--node-ip=${NODE_NETWORK.nodeIP}`,
-      `--node-labels=${REAL_NODE_LABEL}=true`,
-      `--cert-dir=${join(dir, 'kubelet', 'pki')}`,
-      '--v=1',
-    ]);
+    const kubelet = spawn('kubelet', bins.kubelet, kubeletArgs(layout, NODE_NETWORK.nodeIP));
     writeFileSync(join(dir, 'kube-proxy.json'), kubeProxyConfig(layout, proxyHealthPort, proxyMetricsPort));
     const proxy = spawn('kube-proxy', bins.kubeProxy, [`--config=${join(dir, 'kube-proxy.json')}`]);
     await waitFor(
@@ -208,12 +178,94 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNodeS
       proxy,
       async () => (await fetch(`http://127.0.0.1:${proxyHealthPort}/healthz`)).ok,
     );
-    await waitFor(`node ${NODE_NAME} Ready`, kubelet, async () => nodeReady(options.credentials));
+    await waitFor(`node ${NODE_NAME} Ready`, kubelet, async () => nodeReady(options.credentials, NODE_NAME));
     return state;
   } catch (err) {
     await stopRealNode(dir);
     throw err;
   }
+}
+
+/** The config files of containerd, its registry stub and CNI, and the kubelet's empty resolv.conf. */
+export function writeNodeConfigs(layout: NodeLayout): void {
+  const { dir } = layout;
+  writeFileSync(join(dir, 'containerd', 'config.toml'), containerdConfig(layout));
+  writeFileSync(join(dir, 'containerd', 'certs.d', '_default', 'hosts.toml'), REFUSING_REGISTRY);
+  writeFileSync(join(dir, 'cni', 'net.d', '10-regulon.conflist'), cniConfig(layout));
+  writeFileSync(join(dir, 'resolv.conf'), '');
+}
+
+/**
+ * `spawn` starts a node's component (through `wrap`, e.g. into a network
+ * namespace) with its log in the node's directory and records it in the state
+ * before anything waits on it; `waitFor` polls a readiness check until the
+ * deadline, failing at once with the log's tail if the component exits.
+ */
+export function componentStarter(
+  state: RealNodeState,
+  save: () => void,
+  o: { log: (line: string) => void; now: () => number; deadline: number },
+  label: string,
+  wrap?: (bin: string, args: string[]) => [string, string[]],
+) {
+  const spawn = (name: string, bin: string, args: string[]) => {
+    const [cmd, argv] = wrap ? wrap(bin, args) : [bin, args];
+    const running = startComponent(name, cmd, argv, join(state.dir, 'logs', `${name}.log`));
+    state.components[name] = running.state;
+    save();
+    o.log(`${label}: started ${name} (pid ${running.state.pid})`);
+    return running.state;
+  };
+  const waitFor = async (
+    what: string,
+    c: ComponentState | undefined,
+    ready: () => Promise<boolean> | boolean,
+  ) => {
+    while (o.now() < o.deadline) {
+      if (c && !isAlive(c.pid))
+        throw new Error(`testenv: ${label}: ${what} exited while starting:\n${logTail(c.log)}`);
+      try {
+        if (await ready()) return o.log(`${label}: ${what} ready`);
+      } catch {
+        // not yet
+      }
+      await delay(200);
+    }
+    throw new Error(`testenv: ${label}: timed out waiting for ${what}${c ? `\n${logTail(c.log)}` : ''}`);
+  };
+  return { spawn, waitFor };
+}
+
+/** Starts the node's containerd, waits for it, and loads the images into it. */
+export async function startContainerd(
+  layout: NodeLayout,
+  images: Array<Pick<ImageArchive, 'ref' | 'archive'>>,
+  { spawn, waitFor }: ReturnType<typeof componentStarter>,
+  log: (line: string) => void,
+): Promise<void> {
+  const containerd = spawn('containerd', 'containerd', [
+    '--config',
+    join(layout.dir, 'containerd', 'config.toml'),
+  ]);
+  const ctr = (...args: string[]) =>
+    sh('ctr', ['--address', containerdSocket(layout), '-n', 'k8s.io', ...args]);
+  await waitFor('containerd', containerd, () => (ctr('version'), true));
+  forgetPreviousRun(ctr);
+  loadImages(ctr, images, layout, log);
+}
+
+/** The kubelet's command line: its config, root and certificates in the node's directory. */
+export function kubeletArgs(layout: NodeLayout, nodeIP: string): string[] {
+  return [
+    `--config=${join(layout.dir, 'kubelet', 'config.json')}`,
+    `--kubeconfig=${layout.kubeconfigPath}`,
+    `--root-dir=${join(layout.dir, 'kubelet')}`,
+    `--hostname-override=${layout.nodeName}`,
+    `--node-ip=${nodeIP}`,
+    `--node-labels=${REAL_NODE_LABEL}=true`,
+    `--cert-dir=${join(layout.dir, 'kubelet', 'pki')}`,
+    '--v=1',
+  ];
 }
 
 /**
@@ -225,6 +277,8 @@ export async function stopRealNode(dir: string, bins?: NodeBinaries): Promise<st
   const file = join(dir, STATE_FILE);
   if (!existsSync(file)) return [];
   const state = JSON.parse(readFileSync(file, 'utf8')) as RealNodeState;
+  // The second node first: it routes through the first one's bridge, and its record was taken on top of the first's.
+  const problems = state.secondary ? [] : await stopRealNode(join(dir, '..', SECOND_NODE_DIR));
   const c = state.components;
   // The kubelet first, so nothing restarts what is stopped next.
   if (c['kubelet']) await stopComponent(c['kubelet']);
@@ -240,9 +294,9 @@ export async function stopRealNode(dir: string, bins?: NodeBinaries): Promise<st
     }
     await delay(200);
   }
-  for (const name of ['kube-proxy', 'coredns', 'containerd', 'volume-permissions'])
+  for (const name of ['kube-proxy', 'coredns', 'containerd', 'volume-permissions', 'api-proxy'])
     if (c[name]) await stopComponent(c[name]);
-  const proxyBin = bins?.kubeProxy ?? c['kube-proxy']?.bin;
+  const proxyBin = state.secondary ? undefined : (bins?.kubeProxy ?? c['kube-proxy']?.bin);
   if (proxyBin && existsSync(proxyBin)) {
     try {
       // kube-proxy's own teardown of its chains; what it misses, restoreHost's diff removes.
@@ -251,14 +305,14 @@ export async function stopRealNode(dir: string, bins?: NodeBinaries): Promise<st
       // restoreHost reports what is left
     }
   }
-  const problems = restoreHost(state.host);
+  problems.push(...restoreHost(state.host));
   if (problems.length === 0) rmSync(dir, { recursive: true, force: true });
   releaseLock(dir);
   return problems;
 }
 
 function configureHost(record: HostRecord, credentials: AdminCredentials): void {
-  const { bridge, nodeIP, podSubnet, apiServiceIP } = NODE_NETWORK;
+  const { bridge, nodeIP, podSubnet } = NODE_NETWORK;
   if (linkExists(bridge))
     throw new Error(`testenv: real node: a network interface named ${bridge} already exists`);
   sh('ip', ['link', 'add', bridge, 'type', 'bridge']);
@@ -277,25 +331,7 @@ function configureHost(record: HostRecord, credentials: AdminCredentials): void 
     ['filter', '-A', 'REGULON-NODE-FORWARD', '-o', bridge, '-j', 'DROP'],
     ['filter', '-I', 'FORWARD', '1', '-j', 'REGULON-NODE-FORWARD'],
     // The `kubernetes` Service in Pods: in-cluster config works unchanged.
-    ['nat', '-N', 'REGULON-NODE-API'],
-    [
-      'nat',
-      '-A',
-      'REGULON-NODE-API',
-      '-i',
-      bridge,
-      '-d',
-      `${apiServiceIP}/32`,
-      '-p',
-      'tcp',
-      '--dport',
-      '443',
-      '-j',
-      'DNAT',
-      '--to-destination',
-      `127.0.0.1:${apiPort}`,
-    ],
-    ['nat', '-I', 'PREROUTING', '1', '-j', 'REGULON-NODE-API'],
+    ...apiServiceRules(bridge, apiPort),
   ];
   for (const [table, ...args] of rules) sh('iptables', ['-t', table!, ...args]);
 }
@@ -312,8 +348,8 @@ function forgetPreviousRun(ctr: (...args: string[]) => string): void {
 }
 
 /** containerd's root, kept between runs (content store and snapshots) so that images load once. */
-function containerdRootDir(): string {
-  return join(process.env['REGULON_CACHE_DIR'] ?? join(homedir(), '.cache', 'regulon'), 'node', 'containerd');
+export function containerdRootDir(node: 'node' | 'node1' = 'node'): string {
+  return join(process.env['REGULON_CACHE_DIR'] ?? join(homedir(), '.cache', 'regulon'), node, 'containerd');
 }
 
 /**
@@ -334,7 +370,7 @@ export function loadImagesIntoRealNode(
 }
 
 /** Imports each image whose archive (named by its content hash) is not the one already loaded. */
-function loadImages(
+export function loadImages(
   ctr: (...args: string[]) => string,
   images: Array<Pick<ImageArchive, 'ref' | 'archive'>>,
   layout: Pick<NodeLayout, 'containerdRoot'>,
@@ -355,8 +391,8 @@ function loadImages(
   }
 }
 
-async function nodeReady(credentials: AdminCredentials): Promise<boolean> {
-  const res = await adminRequest(credentials, 'GET', `/api/v1/nodes/${NODE_NAME}`);
+export async function nodeReady(credentials: AdminCredentials, name: string): Promise<boolean> {
+  const res = await adminRequest(credentials, 'GET', `/api/v1/nodes/${name}`);
   if (res.status !== 200) return false;
   const node = JSON.parse(res.body) as { status?: { conditions?: Array<{ type: string; status: string }> } };
   return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
@@ -369,7 +405,8 @@ export function shimPids(dir: string): number[] {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (cmd.includes('containerd-shim') && cmd.includes(dir)) pids.push(Number(pid));
+      // `${dir}/`: the first node's directory `node` must not match the second's `node1`.
+      if (cmd.includes('containerd-shim') && cmd.includes(`${dir}/`)) pids.push(Number(pid));
     } catch {
       // exited
     }
@@ -403,7 +440,7 @@ async function takeLock(dir: string): Promise<void> {
 /**
  * Undoes what a crashed run's real node left on the machine (bridge, iptables
  * chains, mounts, cgroups) and releases its lock. Throws when that node still
- * runs: there can be one per machine. Does nothing when no lock is held.
+ * runs: one control plane per machine can have real nodes. Does nothing when no lock is held.
  */
 export async function reclaimCrashedRealNode(): Promise<void> {
   let holder: { dir: string; pid: number };
@@ -416,7 +453,7 @@ export async function reclaimCrashedRealNode(): Promise<void> {
   const running = realNodeState(join(holder.dir, '..'));
   if (running && Object.values(running.components).some((c) => isAlive(c.pid))) {
     throw new Error(
-      `testenv: this machine already runs a real node (for ${join(holder.dir, '..')}); there can be one per machine. ` +
+      `testenv: this machine already runs a real node (for ${join(holder.dir, '..')}); one control plane per machine can have real nodes. ` +
         `Stop it with \`REGULON_CLUSTER_DIR=${join(holder.dir, '..')} npm run cluster -- down\`, or wait for its run to end.`,
     );
   }
