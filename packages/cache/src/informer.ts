@@ -5,7 +5,11 @@ import { Reflector, type BackoffOptions, type ReflectorHealth, type Transform } 
 import { Store, type IndexFunc, type StoreChange } from './store.ts';
 
 export interface EventHandler<T> {
-  /** `initialList` is true for objects delivered by the first list or by a replay to a late handler. */
+  /**
+   * `initialList` is true for objects delivered by the first list or by a replay to a late
+   * handler; false for watch events and for the adds a relist after 410 Gone finds, which are
+   * changes the watch missed. (There is no periodic resync to flag.)
+   */
   onAdd?(obj: T, initialList: boolean): void;
   onUpdate?(old: T, obj: T): void;
   /** The object's last known state. */

@@ -1,9 +1,11 @@
 // The reflector's loop against a scripted ListerWatcher: how it reacts to each
-// kind of failure. What the real API server sends is covered by
+// kind of failure, and which adds the informer tells its handlers are the
+// initial list. What the real API server sends is covered by
 // cache.integration.test.ts.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { KubeObject, ListResult, WatchEvent } from '@regulon/client';
+import { Informer } from './informer.ts';
 import type { ListerWatcher, WatchRequest } from './lister-watcher.ts';
 import { Reflector } from './reflector.ts';
 import { Store, type StoreChange } from './store.ts';
@@ -243,5 +245,76 @@ describe('Reflector', () => {
     await until(() => h.reflector.health().watching, 'watching');
     await h.stop();
     assert.equal(h.reflector.health().watching, false);
+  });
+});
+
+describe('Informer', () => {
+  // Each event as `type:name`, adds with whether they were flagged as the initial list.
+  function recorded(informer: Informer<KubeObject>): string[] {
+    const seen: string[] = [];
+    informer.addEventHandler({
+      onAdd: (o, initialList) => seen.push(`add:${o.metadata?.name}:${initialList ? 'initial' : 'event'}`),
+      onUpdate: (_, o) => seen.push(`update:${o.metadata?.name}`),
+      onDelete: (o) => seen.push(`delete:${o.metadata?.name}`),
+    });
+    return seen;
+  }
+
+  function started(informer: Informer<KubeObject>): void {
+    const ac = new AbortController();
+    running.push(ac);
+    void informer.start(ac.signal);
+  }
+
+  test("flags the first list's adds and a late handler's replay as the initial list, not watch events or a relist's differences", async () => {
+    const s = new Script();
+    s.lists.push(() => ({ items: [cm('a', '1'), cm('b', '1')], resourceVersion: '10' }));
+    s.watches.push(
+      events(
+        { type: 'ADDED', object: cm('c', '11') },
+        { type: 'MODIFIED', object: cm('a', '12') },
+        { type: 'ERROR', status: { code: 410, reason: 'Expired', message: 'too old resource version' } },
+      ),
+    );
+    // What changed while no watch was open: d was created, b deleted.
+    s.lists.push(() => ({ items: [cm('a', '12'), cm('c', '11'), cm('d', '20')], resourceVersion: '30' }));
+    const informer = new Informer<KubeObject>({ name: 'test', listerWatcher: s });
+    const seen = recorded(informer);
+    started(informer);
+    await until(() => seen.length === 6, '6 events');
+    assert.deepEqual(seen, [
+      'add:a:initial',
+      'add:b:initial',
+      'add:c:event',
+      'update:a',
+      'add:d:event',
+      'delete:b',
+    ]);
+
+    const late = recorded(informer);
+    assert.deepEqual(late, ['add:a:initial', 'add:c:initial', 'add:d:initial']);
+  });
+
+  test('with a streaming list, the adds before the initial-events-end bookmark are the initial list', async () => {
+    const s = new Script();
+    s.watches.push(
+      events(
+        { type: 'ADDED', object: cm('a', '1') },
+        { type: 'ADDED', object: cm('b', '2') },
+        {
+          type: 'BOOKMARK',
+          object: {
+            metadata: { resourceVersion: '2', annotations: { 'k8s.io/initial-events-end': 'true' } },
+          },
+        },
+        { type: 'ADDED', object: cm('c', '3') },
+      ),
+    );
+    const informer = new Informer<KubeObject>({ name: 'test', listerWatcher: s, streamingList: true });
+    const seen = recorded(informer);
+    started(informer);
+    await until(() => seen.length === 3, '3 events');
+    assert.deepEqual(seen, ['add:a:initial', 'add:b:initial', 'add:c:event']);
+    assert.equal(s.listCalls, 0, 'no paginated list');
   });
 });

@@ -1,12 +1,14 @@
 import type { TimerHandle } from '@regulon/util';
 import { IndexedHeap } from './heap.ts';
 import type { HeapEntry } from './heap.ts';
-import { WorkQueue } from './queue.ts';
-import type { QueueKey } from './queue.ts';
+import { WorkQueue, priorityOf } from './queue.ts';
+import type { AddOptions, QueueKey } from './queue.ts';
 
 interface Waiting<T> extends HeapEntry {
   readonly item: T;
   readyAt: number;
+  // What it is queued at once ready.
+  priority: number;
   // Tie-breaker so items due at the same instant are added in the order they were scheduled.
   readonly seq: number;
 }
@@ -18,7 +20,8 @@ const earlier = <T>(a: Waiting<T>, b: Waiting<T>): boolean =>
 
 /**
  * A {@link WorkQueue} that can also add items after a delay. An item waits at most once: if it
- * is scheduled again while waiting, the earlier of the two ready times wins.
+ * is scheduled again while waiting, the earlier of the two ready times and the higher of the
+ * two priorities win. When ready it is added with its priority, like any other add.
  */
 export class DelayingQueue<T extends QueueKey = string> extends WorkQueue<T> {
   readonly #waiting = new IndexedHeap<Waiting<T>>(earlier);
@@ -29,25 +32,31 @@ export class DelayingQueue<T extends QueueKey = string> extends WorkQueue<T> {
   #timerAt = Infinity;
 
   /**
-   * Adds `item` once `delayMs` has elapsed on the queue's clock (immediately if `delayMs <= 0`).
-   * Every call counts as a retry in the metrics, as in client-go.
+   * Adds `item` once `delayMs` has elapsed on the queue's clock (immediately if `delayMs <= 0`),
+   * at `options.priority`. Every call counts as a retry in the metrics, as in client-go.
    */
-  addAfter(item: T, delayMs: number): void {
+  addAfter(item: T, delayMs: number, options?: AddOptions): void {
     if (this.shuttingDown()) return;
+    // Checked first: a bad priority must throw to the caller, before anything is counted, and
+    // not later in the timer.
+    const priority = priorityOf(options);
     this.recordRetry();
     if (!(delayMs > 0)) {
-      this.add(item);
+      this.add(item, options);
       return;
     }
     const readyAt = this.clock.now() + delayMs;
     const existing = this.#byItem.get(item);
     if (existing === undefined) {
-      const entry: Waiting<T> = { item, readyAt, seq: this.#seq++, index: -1 };
+      const entry: Waiting<T> = { item, readyAt, priority, seq: this.#seq++, index: -1 };
       this.#byItem.set(item, entry);
       this.#waiting.push(entry);
-    } else if (readyAt < existing.readyAt) {
-      existing.readyAt = readyAt;
-      this.#waiting.decreased(existing);
+    } else {
+      if (priority > existing.priority) existing.priority = priority;
+      if (readyAt < existing.readyAt) {
+        existing.readyAt = readyAt;
+        this.#waiting.decreased(existing);
+      }
     }
     this.#arm();
   }
@@ -91,7 +100,7 @@ export class DelayingQueue<T extends QueueKey = string> extends WorkQueue<T> {
     ) {
       this.#waiting.pop();
       this.#byItem.delete(next.item);
-      this.add(next.item);
+      this.add(next.item, { priority: next.priority });
     }
     this.#arm();
   }

@@ -1,8 +1,8 @@
 // The clock lives in @regulon/util; re-exported because queue users configure it here.
 export { FakeClock, realClock } from '@regulon/util';
 export type { Clock, TimerHandle } from '@regulon/util';
-export { WorkQueue } from './queue.ts';
-export type { GetResult, QueueKey, WorkQueueOptions } from './queue.ts';
+export { DEFAULT_PRIORITY, LOW_PRIORITY, WorkQueue } from './queue.ts';
+export type { AddOptions, GetResult, QueueKey, WorkQueueOptions } from './queue.ts';
 export { DelayingQueue } from './delaying.ts';
 export { RateLimitingQueue } from './rate-limiting-queue.ts';
 export type { RateLimitingQueueOptions } from './rate-limiting-queue.ts';

@@ -4,7 +4,8 @@ import { Registry, register as globalRegistry } from 'prom-client';
 import { FakeClock } from '@regulon/util';
 import { DelayingQueue } from './delaying.ts';
 import { WORKQUEUE_DURATION_BUCKETS, WORKQUEUE_METRIC_NAMES as N } from './metrics.ts';
-import { WorkQueue } from './queue.ts';
+import { LOW_PRIORITY, WorkQueue } from './queue.ts';
+import { RateLimitingQueue } from './rate-limiting-queue.ts';
 
 interface Sample {
   value: number;
@@ -82,6 +83,39 @@ describe('workqueue metrics', () => {
     assert.equal(await valueOf(registry, N.adds, 'widgets'), 4);
     assert.equal(await valueOf(registry, N.depth, 'widgets'), 3);
     assert.equal(q.len(), 3);
+  });
+
+  it('counts a raised item once in depth and adds, and measures its wait from its first add', async () => {
+    const registry = new Registry();
+    const clock = new FakeClock();
+    const q = new WorkQueue({ name: 'prio', clock, registry });
+    q.add('a', { priority: LOW_PRIORITY });
+    q.add('b', { priority: LOW_PRIORITY });
+    clock.advance(3000);
+    q.add('b'); // raised to the default priority
+    assert.equal(await valueOf(registry, N.depth, 'prio'), 2);
+    assert.equal(await valueOf(registry, N.adds, 'prio'), 2);
+
+    assert.deepEqual(await q.get(), { item: 'b', shutdown: false });
+    assert.equal(await valueOf(registry, N.depth, 'prio'), 1);
+    assert.equal(
+      await valueOf(registry, N.queueDuration, 'prio', { suffix: 'sum' }),
+      3,
+      'the raise must not restart the measured wait',
+    );
+    assert.deepEqual(await q.get(), { item: 'a', shutdown: false });
+    assert.equal(await valueOf(registry, N.depth, 'prio'), 0);
+  });
+
+  it('counts no add and no retry for an add refused for its priority', async () => {
+    const registry = new Registry();
+    const q = new RateLimitingQueue({ name: 'bad-priority', clock: new FakeClock(), registry });
+    assert.throws(() => q.add('a', { priority: 0.5 }), RangeError);
+    assert.throws(() => q.addAfter('a', 10, { priority: 0.5 }), RangeError);
+    assert.throws(() => q.addRateLimited('a', { priority: 0.5 }), RangeError);
+    assert.equal(await valueOf(registry, N.adds, 'bad-priority'), 0);
+    assert.equal(await valueOf(registry, N.retries, 'bad-priority'), 0);
+    assert.equal(await valueOf(registry, N.depth, 'bad-priority'), 0);
   });
 
   it('computes unfinished work and the longest-running processor at scrape time', async () => {

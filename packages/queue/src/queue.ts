@@ -3,12 +3,29 @@ import type { Clock } from '@regulon/util';
 import { Fifo } from './fifo.ts';
 import { QueueMetrics } from './metrics.ts';
 import type { MetricsRegistry } from './metrics.ts';
+import { PriorityFifo } from './priority-fifo.ts';
 
 /**
  * Item types the queue can deduplicate. Items are compared with SameValueZero (Set
  * semantics), so they must be primitives; objects would never be recognised as "the same key".
  */
 export type QueueKey = string | number | bigint | boolean | symbol;
+
+/** The priority of an add that names none: ordinary work. */
+export const DEFAULT_PRIORITY = 0;
+/**
+ * Work that can wait behind ordinary work: @regulon/runtime adds the keys of an informer's
+ * initial list with it. The same value as controller-runtime's `handler.LowPriority`.
+ */
+export const LOW_PRIORITY = -100;
+
+export interface AddOptions {
+  /**
+   * Higher is handed out first; an integer, {@link DEFAULT_PRIORITY} when absent. An item
+   * added again while it waits keeps the higher of its two priorities.
+   */
+  priority?: number | undefined;
+}
 
 /** What {@link WorkQueue.get} resolves to. */
 export type GetResult<T> = { readonly item: T; readonly shutdown: false } | { readonly shutdown: true };
@@ -25,19 +42,22 @@ export interface WorkQueueOptions {
 const SHUTDOWN: GetResult<never> = Object.freeze({ shutdown: true });
 
 /**
- * A deduplicating FIFO of keys with client-go workqueue semantics:
+ * A deduplicating queue of keys with client-go workqueue semantics, and priorities:
  *
- * - an item is queued at most once however often it is added before a worker takes it;
+ * - an item is queued at most once however often it is added before a worker takes it, at
+ *   the highest priority it was added with;
  * - an item is never held by two workers: adds while it is being processed are remembered
- *   (it is "dirty") and it is queued again, once, when the worker calls {@link done}.
+ *   (it is "dirty") and it is queued again, once, when the worker calls {@link done};
+ * - higher priorities are handed out first, each priority first in first out.
  */
 export class WorkQueue<T extends QueueKey = string> {
   readonly name: string;
   protected readonly clock: Clock;
 
-  readonly #queue = new Fifo<T>();
-  // Items that need processing: queued, or added again while being processed.
-  readonly #dirty = new Set<T>();
+  readonly #queue = new PriorityFifo<T>();
+  // Items that need processing (queued, or added again while being processed), each with the
+  // priority it is, or will be, queued at.
+  readonly #dirty = new Map<T, number>();
   // Items handed to a worker and not yet done.
   readonly #processing = new Set<T>();
   readonly #getters = new Fifo<(result: GetResult<T>) => void>();
@@ -55,15 +75,29 @@ export class WorkQueue<T extends QueueKey = string> {
     }
   }
 
-  /** Marks `item` as needing processing. No-op if it is already waiting or the queue is shutting down. */
-  add(item: T): void {
-    if (this.#shuttingDown || this.#dirty.has(item)) return;
+  /**
+   * Marks `item` as needing processing, at `options.priority` ({@link DEFAULT_PRIORITY} when
+   * absent). If it is already waiting it stays queued once, at the higher of the two
+   * priorities; a raise moves it to the end of its new priority's line. No-op while the
+   * queue is shutting down.
+   */
+  add(item: T, options?: AddOptions): void {
+    if (this.#shuttingDown) return;
+    const priority = priorityOf(options);
+    const queuedAt = this.#dirty.get(item);
+    if (queuedAt !== undefined) {
+      if (priority <= queuedAt) return;
+      this.#dirty.set(item, priority);
+      // An item being processed is not in the line yet: done() queues it at the new priority.
+      if (!this.#processing.has(item)) this.#queue.raise(item, queuedAt, priority);
+      return;
+    }
     this.#metrics?.add(item);
-    this.#dirty.add(item);
+    this.#dirty.set(item, priority);
     // The worker holding it will re-queue it on done(); queuing it now would let a second
     // worker pick it up concurrently.
     if (this.#processing.has(item)) return;
-    this.#queue.push(item);
+    this.#queue.push(item, priority);
     this.#handOff();
   }
 
@@ -83,8 +117,9 @@ export class WorkQueue<T extends QueueKey = string> {
     // Guarding on membership (unlike client-go) keeps a stray done() from queueing a duplicate.
     if (!this.#processing.delete(item)) return;
     this.#metrics?.done(item);
-    if (this.#dirty.has(item)) {
-      this.#queue.push(item);
+    const priority = this.#dirty.get(item);
+    if (priority !== undefined) {
+      this.#queue.push(item, priority);
       this.#handOff();
     }
     if (this.#processing.size === 0 && this.#shuttingDown) this.#stopped();
@@ -161,4 +196,12 @@ export class WorkQueue<T extends QueueKey = string> {
     this.#drainWaiters.clear();
     this.#metrics?.detach();
   }
+}
+
+/** The priority `options` ask for; throws on one that is not an integer. */
+export function priorityOf(options: AddOptions | undefined): number {
+  const priority = options?.priority ?? DEFAULT_PRIORITY;
+  // NaN would compare false with everything and scramble the order; integers, as in controller-runtime.
+  if (!Number.isSafeInteger(priority)) throw new RangeError(`priority must be an integer, got ${priority}`);
+  return priority;
 }

@@ -1,5 +1,6 @@
 import { DelayingQueue } from './delaying.ts';
-import type { QueueKey, WorkQueueOptions } from './queue.ts';
+import { priorityOf } from './queue.ts';
+import type { AddOptions, QueueKey, WorkQueueOptions } from './queue.ts';
 import { defaultControllerRateLimiter } from './rate-limiters.ts';
 import type { RateLimiter } from './rate-limiters.ts';
 
@@ -17,12 +18,17 @@ export class RateLimitingQueue<T extends QueueKey = string> extends DelayingQueu
     this.rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter<T>(this.clock);
   }
 
-  /** Re-adds `item` after the delay its rate limiter prescribes, recording one more failure. */
-  addRateLimited(item: T): void {
+  /**
+   * Re-adds `item` after the delay its rate limiter prescribes, recording one more failure;
+   * once the delay is over it is queued at `options.priority`.
+   */
+  addRateLimited(item: T, options?: AddOptions): void {
     // Consulting the limiter during shutdown would count a failure (and spend a bucket token)
     // for an add that is going to be dropped.
     if (this.shuttingDown()) return;
-    this.addAfter(item, this.rateLimiter.when(item));
+    // A bad priority must throw before the limiter counts a failure.
+    priorityOf(options);
+    this.addAfter(item, this.rateLimiter.when(item), options);
   }
 
   /** Clears `item`'s failure history, typically after it was processed successfully. */

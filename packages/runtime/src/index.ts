@@ -4,6 +4,7 @@ export {
   Controller,
   DEFAULT_MAX_CONCURRENT_RECONCILES,
   DEFAULT_RECONCILE_TIMEOUT_MS,
+  INITIAL_LIST_PRIORITY,
 } from './reconcile/controller.ts';
 export type { ControllerOptions, Runnable } from './reconcile/controller.ts';
 export { ControllerBuilder } from './builder/builder.ts';

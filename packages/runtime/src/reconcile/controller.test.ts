@@ -2,8 +2,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { EventHandler, Informer } from '@regulon/cache';
 import { Kinds, type KubeObject } from '@regulon/client';
+import { FakeClock, ItemExponentialFailureRateLimiter } from '@regulon/queue';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
+import { enqueueControllerOwner, enqueueObject } from '../builder/handlers.ts';
+import type { CacheReader } from './context.ts';
 import { Controller } from './controller.ts';
 
 test('workers yield to the event loop between reconciles that send no request', async () => {
@@ -109,8 +112,128 @@ function stubInformer() {
       return () => {};
     },
   } as unknown as Informer<KubeObject>;
-  return { informer, deleted: (obj: KubeObject) => handlers.forEach((h) => h.onDelete?.(obj)) };
+  return {
+    informer,
+    added: (obj: KubeObject, initialList: boolean) => handlers.forEach((h) => h.onAdd?.(obj, initialList)),
+    updated: (old: KubeObject, obj: KubeObject) => handlers.forEach((h) => h.onUpdate?.(old, obj)),
+    deleted: (obj: KubeObject) => handlers.forEach((h) => h.onDelete?.(obj)),
+  };
 }
+
+const configMap = (name: string, resourceVersion = '1'): KubeObject => ({
+  metadata: { namespace: 'ns', name, resourceVersion },
+});
+/** A Secret that the ConfigMap `owner` controls. */
+const secretOf = (owner: string, name = `${owner}-secret`): KubeObject => ({
+  metadata: {
+    namespace: 'ns',
+    name,
+    ownerReferences: [
+      { apiVersion: 'v1', kind: 'ConfigMap', name: owner, uid: `uid-${owner}`, controller: true },
+    ],
+  },
+});
+
+/** Takes and finishes every key queued so far, in hand-out order, without running a reconcile. */
+async function queuedOrder(controller: Controller): Promise<string[]> {
+  const keys: string[] = [];
+  while (controller.queue.len() > 0) {
+    const next = await controller.queue.get();
+    if (next.shutdown) break;
+    keys.push(next.item);
+    controller.queue.done(next.item);
+  }
+  return keys;
+}
+
+test("keys of an initial list, an owned child's included, wait behind the keys of watch events", async () => {
+  const controller = new Controller({
+    name: 'priorities',
+    reconciler: { reconcile: () => Promise.resolve() },
+    logger: pino({ level: 'silent' }),
+    registry: new Registry(),
+  });
+  const owners = stubInformer();
+  const children = stubInformer();
+  controller.watch(owners.informer, enqueueObject);
+  const ownerOf = enqueueControllerOwner(Kinds.ConfigMap);
+  // The owner is found from the child's ownerReferences alone: no cache is read.
+  controller.watch(children.informer, (obj) => ownerOf(obj, {} as CacheReader));
+
+  for (const name of ['a', 'b', 'c', 'd']) owners.added(configMap(name), true);
+  children.added(secretOf('e'), true);
+  children.added(secretOf('f'), true);
+  // Watch events: a change to c, a new child of f, a deletion of d, and a new object g.
+  owners.updated(configMap('c'), configMap('c', '2'));
+  children.added(secretOf('f', 'f-other'), false);
+  owners.deleted(configMap('d'));
+  owners.added(configMap('g'), false);
+
+  assert.deepEqual(await queuedOrder(controller), ['ns/c', 'ns/f', 'ns/d', 'ns/g', 'ns/a', 'ns/b', 'ns/e']);
+});
+
+test('a requeue or a retry asked for by a reconcile goes ahead of an initial list once due', async () => {
+  const clock = new FakeClock();
+  const reconciled: string[] = [];
+  let failA = true;
+  let requeueB = true;
+  // Each gate holds a reconcile open until the test has moved the clock.
+  const gate = () => {
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    let enter!: () => void;
+    const entered = new Promise<void>((resolve) => (enter = resolve));
+    return { open, opened, enter, entered };
+  };
+  const holdB = gate();
+  const holdC = gate();
+  let seventh!: () => void;
+  const sevenReconciles = new Promise<void>((resolve) => (seventh = resolve));
+  const controller = new Controller({
+    name: 'requeues',
+    reconciler: {
+      async reconcile(req) {
+        if (reconciled.push(req.name) === 7) seventh();
+        if (req.name === 'a' && failA) {
+          failA = false;
+          throw new Error('transient');
+        }
+        if (req.name === 'b' && requeueB) {
+          requeueB = false;
+          holdB.enter();
+          await holdB.opened;
+          return { requeueAfter: 100 };
+        }
+        if (req.name === 'c') {
+          holdC.enter();
+          await holdC.opened;
+        }
+        return undefined;
+      },
+    },
+    logger: pino({ level: 'silent' }),
+    registry: new Registry(),
+    clock,
+    rateLimiter: new ItemExponentialFailureRateLimiter<string>(5, 1000),
+  });
+  const owners = stubInformer();
+  controller.watch(owners.informer, enqueueObject);
+  for (const name of ['a', 'b', 'c', 'd', 'e']) owners.added(configMap(name), true);
+
+  const stop = new AbortController();
+  const running = controller.start(stop.signal);
+  await holdB.entered;
+  clock.advance(5); // a's retry is due
+  holdB.open();
+  await holdC.entered;
+  clock.advance(100); // b's requeue is due
+  holdC.open();
+  await sevenReconciles;
+  assert.equal(controller.queue.len() + controller.queue.waitingLen(), 0, 'nothing left to reconcile');
+  stop.abort();
+  await running;
+  assert.deepEqual(reconciled, ['a', 'b', 'a', 'c', 'b', 'd', 'e']);
+});
 
 test(
   'waitFor: a change of the named object wakes the request; a wait not declared again is dropped',

@@ -4,9 +4,11 @@ import { SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
 import type { Informer } from '@regulon/cache';
 import type { KubeObject, ResourceType } from '@regulon/client';
 import {
+  LOW_PRIORITY,
   RateLimitingQueue,
   defaultControllerRateLimiter,
   realClock,
+  type AddOptions,
   type Clock,
   type RateLimiter,
 } from '@regulon/queue';
@@ -55,6 +57,16 @@ export interface Runnable {
    */
   start(signal: AbortSignal, drainSignal?: AbortSignal): Promise<void>;
 }
+
+/**
+ * How the keys of an informer's initial list are queued: behind every key a
+ * watch event or a requeue adds (those take the queue's default priority).
+ * An initial list restates objects that may well be converged; after a
+ * restart with thousands of them, a real change to one object is reconciled
+ * ahead of that backlog, as with controller-runtime's priority queue.
+ */
+export const INITIAL_LIST_PRIORITY = LOW_PRIORITY;
+const INITIAL_LIST: AddOptions = Object.freeze({ priority: INITIAL_LIST_PRIORITY });
 
 /** A programming error in a reconciler: the JavaScript analogue of a recovered Go panic. */
 function isPanic(err: unknown): boolean {
@@ -122,6 +134,8 @@ export class Controller implements Runnable {
    * add of a key that an idle worker already took would run a second reconcile.
    * With `type`, an event also wakes the requests that wait for that object
    * by name (ReconcileContext.waitFor), whatever the predicates say.
+   * Adds from the informer's initial list are queued at
+   * {@link INITIAL_LIST_PRIORITY}, every other event at the default priority.
    */
   watch<T extends KubeObject>(
     informer: Informer<T>,
@@ -129,27 +143,28 @@ export class Controller implements Runnable {
     predicates: Predicate<T>[] = [],
     type?: ResourceType,
   ): void {
-    const enqueue = (...objs: T[]) => {
+    const enqueue = (objs: T[], options?: AddOptions) => {
       const keys = new Set(objs.flatMap((obj) => map(obj).map(requestKey)));
-      for (const key of keys) this.queue.add(key);
+      for (const key of keys) this.queue.add(key, options);
     };
-    const wake = (...objs: T[]) => {
-      if (type) for (const obj of objs) for (const key of this.#waits.waiters(type, obj)) this.queue.add(key);
+    const wake = (obj: T, options?: AddOptions) => {
+      if (type) for (const key of this.#waits.waiters(type, obj)) this.queue.add(key, options);
     };
     this.#unsubscribe.push(
       informer.addEventHandler({
-        onAdd: (obj) => {
-          wake(obj);
-          if (predicates.every((p) => p.create?.(obj) ?? true)) enqueue(obj);
+        onAdd: (obj, initialList) => {
+          const options = initialList ? INITIAL_LIST : undefined;
+          wake(obj, options);
+          if (predicates.every((p) => p.create?.(obj) ?? true)) enqueue([obj], options);
         },
         onUpdate: (old, obj) => {
           wake(obj);
           // An update can move the object to another owner or mapping: wake the old one too.
-          if (predicates.every((p) => p.update?.(old, obj) ?? true)) enqueue(obj, old);
+          if (predicates.every((p) => p.update?.(old, obj) ?? true)) enqueue([obj, old]);
         },
         onDelete: (obj) => {
           wake(obj);
-          if (predicates.every((p) => p.delete?.(obj) ?? true)) enqueue(obj);
+          if (predicates.every((p) => p.delete?.(obj) ?? true)) enqueue([obj]);
         },
       }),
     );
