@@ -159,7 +159,11 @@ const dbScaling = database('scaled', {
   resources: { requests: { cpu: 1.5, memory: 1073741824 } },
   backup: { enabled: true, schedule: '@daily', historyLimit: 1 },
 });
-const dbBackups = database('reports', { parameters: { work_mem: '64MB', a_1: 'x', a1: 'y', A: 'z' } });
+const dbBackups = database('reports', {
+  parameters: { work_mem: '64MB', a_1: 'x', a1: 'y', A: 'z' },
+  // Backups with nowhere to go: only a Database stored before the CRD refused them has this.
+  backup: { enabled: true, schedule: '0 3 * * *', historyLimit: 3 },
+});
 const dbTuned = database('tuned', { parameters: { max_connections: '200' } });
 const backupsOff = { backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 3 } };
 /** What the benchmark creates: postgres, 1 replica, backups off. */
@@ -181,7 +185,7 @@ interface Expected {
 
 const CASES: Array<{ name: string; input: unknown; expect?: Expected }> = [
   {
-    name: 'postgres, 1 replica, backups by default, nothing observed yet',
+    name: 'postgres, 1 replica, no spec.backup (so no backups), nothing observed yet',
     input: { database: database('app', {}), password: 'c2VjcmV0LXBhc3N3b3Jk_-x', now: NOW },
   },
   {
@@ -297,7 +301,7 @@ const CASES: Array<{ name: string; input: unknown; expect?: Expected }> = [
     expect: { phase: 'Provisioning', progressing: 'Scaling' },
   },
   {
-    name: 'a failed backup after a successful one, and a lastBackup carried from the successful one',
+    name: 'backups with no object store: NoBackupDestination whatever the dumps did, the latest (failed) named, no lastBackup from a dump',
     input: {
       database: dbBackups,
       password: 'z',
@@ -366,7 +370,7 @@ const CASES: Array<{ name: string; input: unknown; expect?: Expected }> = [
     expect: { phase: 'Updating', progressing: 'RollingOut' },
   },
   {
-    name: 'a backup section without schedule or history limit',
+    name: 'backups with no object store and without schedule or history limit: the dump CronJob as sent',
     input: {
       database: database('sparse', { backup: { enabled: true } }),
       password: 'r',

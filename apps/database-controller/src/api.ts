@@ -51,6 +51,15 @@ const reserved = (engine: Engine) => reservedCel(engine, 'k');
  */
 const first = (list: string) => `strings.quote(${list}[0])`;
 
+/**
+ * Why backups that name no destination are refused, and what to do instead.
+ * Without an object store the only backup was the CronJob's dump onto a
+ * scratch volume (an emptyDir), deleted with the Job's Pod: nothing that could
+ * ever be restored. `enabled` defaults to true, so `backup: {}` is this too.
+ */
+export const NO_BACKUP_DESTINATION_MESSAGE =
+  'backup.enabled (the default) needs backup.objectStore: without one each scheduled dump would reach only a scratch volume deleted with its Pod, and could never be restored. Name an object store in backup.objectStore (postgres, mariadb), or set backup.enabled: false. mysql has no object-store backup yet, so a mysql Database sets backup.enabled: false';
+
 /** What both versions' `spec.replication` hold. */
 const replicationCommon = {
   synchronous: Type.Optional(
@@ -149,7 +158,11 @@ const databaseSpec = <R extends TSchema>(replication: R) =>
       backup: Type.Optional(
         WithRules(
           Type.Object({
-            enabled: Type.Boolean({ default: true }),
+            enabled: Type.Boolean({
+              default: true,
+              description:
+                'Take scheduled backups into objectStore, which must then be set. false: no backups (the only choice for mysql so far).',
+            }),
             schedule: CronSchedule({
               default: '0 3 * * *',
               field: 'backup.schedule',
@@ -158,11 +171,18 @@ const databaseSpec = <R extends TSchema>(replication: R) =>
             historyLimit: Type.Integer({ minimum: 1, maximum: 30, default: 3 }),
             objectStore: Type.Optional(
               ObjectStore(
-                "postgres: where base backups (DatabaseBackup objects) and the continuously archived WAL go, with pgBackRest in the database container. Set, it replaces the CronJob's dump (which only ever reached a scratch volume), and schedule makes a DatabaseBackup per slot. Its repository path must be this Database's alone. mariadb: where full physical backups (mariabackup, streamed by rclone) go; no binlog is archived.",
+                "postgres: where base backups (DatabaseBackup objects) and the continuously archived WAL go, with pgBackRest in the database container. Required while backups are enabled; schedule makes a DatabaseBackup per slot. (A Database stored before it was required may lack it: its CronJob's dump reaches only a scratch volume, and its status says so, BackupSucceeded reason NoBackupDestination.) Its repository path must be this Database's alone. mariadb: where full physical backups (mariabackup, streamed by rclone) go; no binlog is archived.",
               ),
             ),
             retention: Type.Optional(BackupRetention()),
           }),
+          {
+            // On backup itself, not on the spec: the API server's validation ratcheting then
+            // lets a Database stored before this rule keep its unchanged backup while other
+            // fields change (the controller reports it: NoBackupDestination).
+            rule: '!self.enabled || has(self.objectStore)',
+            message: NO_BACKUP_DESTINATION_MESSAGE,
+          },
           {
             rule: '!has(self.retention) || has(self.objectStore)',
             message:
@@ -285,7 +305,7 @@ const databaseSpec = <R extends TSchema>(replication: R) =>
     {
       rule: "self.engine != 'mysql' || !has(self.backup) || !has(self.backup.objectStore)",
       message:
-        'backup.objectStore is supported for postgres and mariadb: mysql backups to an object store are not implemented yet',
+        'backup.objectStore is supported for postgres and mariadb: mysql backups to an object store are not implemented yet, so a mysql Database sets backup.enabled: false',
       fieldPath: '.backup.objectStore',
     },
     {

@@ -232,14 +232,48 @@ export function generatedCredentials(db: DatabaseObject, password: string): V1Se
   };
 }
 
+/**
+ * Whether the Database enables backups without naming where they go: the CRD
+ * refuses that form (api.ts, NO_BACKUP_DESTINATION_MESSAGE), so only a Database
+ * stored before the rule has it, kept by the API server's validation
+ * ratcheting while its backup is left unchanged. Its backups are the
+ * CronJob's dumps onto a scratch volume, which nothing can restore; the
+ * status and a Warning Event say so (NoBackupDestination).
+ */
+export function throwawayBackups(db: DatabaseObject): boolean {
+  const backup = db.spec.backup;
+  return backup !== undefined && backup.enabled && !backup.objectStore;
+}
+
+/** The reason of BackupSucceeded and of the Warning Event for a Database whose backups are thrown away. */
+export const NO_BACKUP_DESTINATION = 'NoBackupDestination';
+/** What they say. */
+export const NO_BACKUP_DESTINATION_REPORT =
+  'spec.backup enables backups but names no objectStore: each scheduled dump reaches only a scratch volume deleted with its Pod, and can never be restored. Set spec.backup.objectStore (postgres, mariadb), or spec.backup.enabled: false (mysql). The API server refuses this form for new Databases; this one was stored before that';
+
+/**
+ * The dump CronJob, made only for a Database in the refused form above (an
+ * object store's backups are DatabaseBackups, backup/controller.ts).
+ *
+ * It keeps running for such a Database, reported rather than deleted: its
+ * spec explicitly asks for backups and has not changed, the dump still reads
+ * every row on schedule (a failing Job is a sign of unreadable data someone
+ * may be watching), and an operator upgrade that silently removed what the
+ * spec asks for would be breaking it. Fixing the spec (an objectStore, or
+ * enabled: false) removes it.
+ *
+ * No spec.backup at all means no backups, and no CronJob: the controller used
+ * to make this throwaway dump for a Database that asked for nothing, and a
+ * default that can never be restored is no backup. An older Database without
+ * spec.backup loses that CronJob, which held nothing restorable.
+ */
 export function desiredBackupCronJob(
   db: DatabaseObject,
   credentialsSecret: string,
   imageRef?: string,
 ): V1CronJob | undefined {
-  const backup = db.spec.backup ?? { enabled: true, schedule: '0 3 * * *', historyLimit: 3 };
-  // With an object store, backups are DatabaseBackups taken by pgBackRest (backup/controller.ts), not dumps.
-  if (!backup.enabled || backup.objectStore) return undefined;
+  if (!throwawayBackups(db)) return undefined;
+  const backup = db.spec.backup!;
   const n = childNames(db);
   const host = `${n.clientService}.${db.metadata.namespace}.svc`;
   const dump = engineOf(db).dump(host);

@@ -9,7 +9,7 @@
 // other test files install the Database CRD as v1beta1 only.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { KubeClient, Kinds, type KubeObject } from '@regulon/client';
+import { InvalidError, KubeClient, Kinds, type KubeObject } from '@regulon/client';
 import {
   crdConversion,
   createLogger,
@@ -20,7 +20,13 @@ import {
   type Manager,
 } from '@regulon/runtime';
 import { eventually, freePorts, start, type TestEnv } from '@regulon/testenv';
-import { Database, DatabaseV1alpha1, type DatabaseObject, type DatabaseV1alpha1Object } from './api.ts';
+import {
+  Database,
+  DatabaseV1alpha1,
+  NO_BACKUP_DESTINATION_MESSAGE,
+  type DatabaseObject,
+  type DatabaseV1alpha1Object,
+} from './api.ts';
 import { databaseCRD } from './conversion.ts';
 import { setupDatabaseWebhooks } from './webhook.ts';
 
@@ -236,6 +242,34 @@ test('every field round-trips byte for byte: v1alpha1 → v1beta1 → v1alpha1, 
     failoverDelaySeconds: 10,
     maxLag: { bytes: 16_777_216, transactions: 1000 },
   });
+});
+
+test('v1alpha1 refuses backups that go nowhere as v1beta1 does, with the same message', async () => {
+  for (const backup of [{}, { enabled: true, schedule: '0 3 * * *' }]) {
+    const err = await alpha()
+      .create(
+        DatabaseV1alpha1.object({
+          metadata: { name: 'nowhere', namespace: ns },
+          // As sent: the API server fills in what the type requires (enabled, schedule, historyLimit).
+          spec: {
+            engine: 'postgres',
+            version: '16.8',
+            replicas: 1,
+            storage: { size: '1Gi' },
+            backup,
+          } as DatabaseV1alpha1Object['spec'],
+        }),
+      )
+      .then(
+        () => assert.fail(`backup ${JSON.stringify(backup)} was accepted at v1alpha1`),
+        (e: unknown) => e,
+      );
+    assert.ok(err instanceof InvalidError, String(err));
+    assert.deepEqual(
+      err.causes.map((c) => `${c.field}: ${c.message}`),
+      [`spec.backup: Invalid value: ${NO_BACKUP_DESTINATION_MESSAGE}`],
+    );
+  }
 });
 
 test(`storage migration: the ${COUNT + 1} v1alpha1 Databases rewritten as v1beta1, none lost or changed in meaning; v1alpha1 still reads`, async (t) => {

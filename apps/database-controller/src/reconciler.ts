@@ -16,7 +16,10 @@ import {
   desiredChildren,
   generatedCredentials,
   image,
+  NO_BACKUP_DESTINATION,
+  NO_BACKUP_DESTINATION_REPORT,
   replicationCredentials,
+  throwawayBackups,
   topologyConfigMap,
   type DesiredChild,
 } from './children.ts';
@@ -66,6 +69,8 @@ export function reconcileDatabase(
 ): ReconcileFunc<DatabaseObject> {
   return async (db, ctx) => {
     const engine = engineOf(db);
+    // First: whatever else stops this reconcile, it is said.
+    reportThrowawayBackups(db, ctx);
     await ensureCredentials(db, ctx);
     if (engine.replication) await ensureReplicationCredentials(db, ctx);
     // Before the StatefulSet: the first Pod restores from what it names instead of running initdb.
@@ -105,6 +110,20 @@ export function reconcileDatabase(
     const next = [requeueAfter, archiveRetry, nextSlot].filter((t): t is number => t !== undefined);
     return next.length ? { requeueAfter: Math.min(...next) } : undefined;
   };
+}
+
+/**
+ * A Warning Event for a Database whose backups go nowhere (stored before the
+ * CRD refused that form): once, when its status does not say so yet; from
+ * then on BackupSucceeded (NoBackupDestination) says it. Its dump CronJob
+ * keeps running: see desiredBackupCronJob.
+ */
+function reportThrowawayBackups(db: DatabaseObject, ctx: Context): void {
+  if (!throwawayBackups(db)) return;
+  const said = db.status?.conditions?.some(
+    (c) => c.type === 'BackupSucceeded' && c.reason === NO_BACKUP_DESTINATION,
+  );
+  if (!said) ctx.warn(NO_BACKUP_DESTINATION, NO_BACKUP_DESTINATION_REPORT);
 }
 
 /** The archive's stanza, on the primary once it serves (its Pod ready): when to try again after a failure. */

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1StatefulSet } from '@kubernetes/client-node';
 import type { DatabaseObject } from './api.ts';
-import { desiredStatefulSet, image } from './children.ts';
+import { desiredBackupCronJob, desiredStatefulSet, image } from './children.ts';
 import { childNames } from './names.ts';
 import { computeStatus } from './status.ts';
 import { databaseWith } from './testing/parameters-corpus.ts';
@@ -333,4 +333,58 @@ test('an instance that does not replicate is never counted ready: the Ready mess
   ]);
   assert.equal(all.readyReplicas, 3);
   assert.match(condition(all, 'Ready')?.message ?? '', /^3\/3 replicas ready, running [\d.]+$/);
+});
+
+test('backups enabled without an object store (stored before the CRD refused it): BackupSucceeded False, NoBackupDestination, whatever the dump did, and no lastBackup', () => {
+  const base = databaseWith('postgres', {});
+  const legacy: DatabaseObject = {
+    ...base,
+    spec: { ...base.spec, backup: { enabled: true, schedule: '0 3 * * *', historyLimit: 3 } },
+  };
+  const dump = { metadata: { name: 'd-backup-1' }, status: { succeeded: 1, completionTime: new Date() } };
+  const status = (db: DatabaseObject) =>
+    computeStatus(db, {
+      statefulSet: settled(db),
+      backupJobs: [dump],
+      problem: undefined,
+      credentialsSecret: childNames(db).credentials,
+    });
+  const c = (db: DatabaseObject) => status(db).conditions?.find((x) => x.type === 'BackupSucceeded');
+
+  const reported = c(legacy);
+  assert.equal(reported?.status, 'False');
+  assert.equal(reported?.reason, 'NoBackupDestination');
+  assert.match(reported?.message ?? '', /scratch volume deleted with its Pod, and can never be restored/);
+  assert.match(reported?.message ?? '', /Set spec.backup.objectStore .* or spec.backup.enabled: false/);
+  assert.match(reported?.message ?? '', /the latest dump, Job d-backup-1, completed/);
+  assert.equal(status(legacy).lastBackup, undefined);
+  // The Database itself still serves: the report does not make it unready.
+  assert.equal(status(legacy).phase, 'Ready');
+
+  // No spec.backup: no backups at all, said as such (no throwaway dump stands in for one).
+  assert.equal(c(base)?.reason, 'BackupsDisabled');
+  assert.match(c(base)?.message ?? '', /^No spec.backup: nothing backs this Database up/);
+  const off: DatabaseObject = {
+    ...legacy,
+    spec: { ...legacy.spec, backup: { ...legacy.spec.backup!, enabled: false } },
+  };
+  assert.equal(c(off)?.message, 'Backups are disabled');
+});
+
+test('the dump CronJob exists only for backups enabled without an object store, never for a Database without spec.backup', () => {
+  const base = databaseWith('postgres', {});
+  const cron = (backup: DatabaseObject['spec']['backup']) =>
+    desiredBackupCronJob({ ...base, spec: { ...base.spec, ...(backup ? { backup } : {}) } }, 'secret');
+  assert.equal(cron(undefined), undefined);
+  assert.equal(cron({ enabled: false, schedule: '0 3 * * *', historyLimit: 3 }), undefined);
+  assert.equal(
+    cron({
+      enabled: true,
+      schedule: '0 3 * * *',
+      historyLimit: 3,
+      objectStore: { endpoint: 'https://s3.example.com', bucket: 'b', credentials: { secretName: 'keys' } },
+    }),
+    undefined,
+  );
+  assert.equal(cron({ enabled: true, schedule: '0 4 * * *', historyLimit: 3 })?.spec?.schedule, '0 4 * * *');
 });

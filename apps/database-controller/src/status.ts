@@ -20,7 +20,13 @@ import {
 } from '@regulon/runtime';
 import type { DatabaseObject } from './api.ts';
 import type { ReplicationView } from './replication/replication.ts';
-import { desiredStatefulSet, image } from './children.ts';
+import {
+  desiredStatefulSet,
+  image,
+  NO_BACKUP_DESTINATION,
+  NO_BACKUP_DESTINATION_REPORT,
+  throwawayBackups,
+} from './children.ts';
 import { InvalidParametersError } from './config.ts';
 import { childNames, selector } from './names.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
@@ -175,29 +181,33 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
   const store = ownRepository(db);
   const fromBackups = store ? backupCondition(db, o) : undefined;
   if (fromBackups) set('BackupSucceeded', fromBackups.status, fromBackups.reason, fromBackups.message);
-  const backupEnabled = db.spec.backup?.enabled ?? true;
-  const finished = o.backupJobs
+  const latestDump = o.backupJobs
     .filter(
       (j) =>
         j.status?.completionTime ||
         j.status?.conditions?.some((x) => x.type === 'Failed' && x.status === 'True'),
     )
-    .sort((a, b) => finishTime(b) - finishTime(a));
-  const lastSucceeded = finished.find((j) => (j.status?.succeeded ?? 0) > 0);
-  const latest = finished[0];
+    .sort((a, b) => finishTime(b) - finishTime(a))[0];
   if (fromBackups) {
-    // Set above, from the DatabaseBackups: a Job's exit says nothing about an object store.
-  } else if (!backupEnabled) set('BackupSucceeded', 'Unknown', 'BackupsDisabled', 'Backups are disabled');
-  else if (!latest)
+    // Set above, from the DatabaseBackups.
+  } else if (!db.spec.backup)
     set(
       'BackupSucceeded',
       'Unknown',
-      'NoBackupYet',
-      `No backup has run yet (schedule ${db.spec.backup?.schedule ?? '0 3 * * *'})`,
+      'BackupsDisabled',
+      'No spec.backup: nothing backs this Database up. Set spec.backup.objectStore (postgres, mariadb) to take backups',
     );
-  else if (latest === lastSucceeded)
-    set('BackupSucceeded', 'True', 'BackupCompleted', `Backup ${latest.metadata?.name} completed`);
-  else set('BackupSucceeded', 'False', 'BackupFailed', `Backup ${latest.metadata?.name} failed`);
+  else if (!throwawayBackups(db))
+    set('BackupSucceeded', 'Unknown', 'BackupsDisabled', 'Backups are disabled');
+  else
+    // Whatever its Jobs did: a dump onto a scratch volume is no backup. What the latest did
+    // is still said, as the dump reads every row.
+    set(
+      'BackupSucceeded',
+      'False',
+      NO_BACKUP_DESTINATION,
+      `${NO_BACKUP_DESTINATION_REPORT}${latestDump ? ` (the latest dump, Job ${latestDump.metadata?.name}, ${(latestDump.status?.succeeded ?? 0) > 0 ? 'completed' : 'failed'})` : ''}`,
+    );
 
   if (r) {
     const h = replicationHealth(db, r);
@@ -208,7 +218,8 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
   const instances = r ? instancesOf(db, r) : prev.instances;
   const systemIdentifier = (r && primary && systemIdOf(r, primary)) || prev.systemIdentifier;
   const port = ENGINE_DEFAULTS[db.spec.engine].port;
-  const lastBackup = fromBackups ? fromBackups.lastBackup : lastSucceeded?.status?.completionTime;
+  // Only a backup that can be restored counts: a dump onto a scratch volume never sets it.
+  const lastBackup = fromBackups?.lastBackup;
   return {
     observedGeneration: gen,
     conditions: c,

@@ -183,7 +183,7 @@ describe('reconcile-time corpus: accepted, reported, no loop, healed by the fix'
         return rv === before;
       });
       // What the problem says may not change in the window. The rest of the status may: a child
-      // created before the refused one (a StatefulSet before its backup CronJob) still gets its
+      // created before the refused one (a StatefulSet before its PodDisruptionBudget) still gets its
       // Pods ready on the fake nodes, at the scheduler's and volume binder's pace.
       const problemConditions = async () =>
         ((await get()).status?.conditions ?? []).filter((x) =>

@@ -420,14 +420,18 @@ func (db *database) statefulSet(credentials, createdStorageSize string, instance
 	}
 }
 
+// throwawayBackups: backups enabled without an object store (children.ts throwawayBackups).
+func (db *database) throwawayBackups() bool {
+	return db.backup != nil && truthy(db.backup["enabled"]) && db.backup["objectStore"] == nil
+}
+
 func (db *database) backupCronJob(credentials string) map[string]any {
-	backup := db.backup
-	if backup == nil {
-		backup = map[string]any{"enabled": true, "schedule": defaultCron, "historyLimit": int64(3)}
-	}
-	if !truthy(backup["enabled"]) {
+	// Only for backups enabled without an object store (a Database stored before the CRD refused
+	// them); no spec.backup means no backups, as in children.ts.
+	if !db.throwawayBackups() {
 		return nil
 	}
+	backup := db.backup
 	n := db.names()
 	host := n.clientService + "." + db.ns() + ".svc"
 	var command []any

@@ -217,36 +217,24 @@ func (db *database) computeStatus(o observed, now time.Time) map[string]any {
 			strconv.Itoa(int(sts.Status.UpdatedReplicas))+"/"+replicas+" replicas updated")
 	}
 
-	backupEnabled := true
-	if db.backup != nil {
-		if v, ok := db.backup["enabled"]; ok && v != nil {
-			backupEnabled = truthy(v)
-		}
-	}
 	finished := finishedJobs(o.backupJobs)
-	var lastSucceeded, latest *batchv1.Job
-	for _, j := range finished {
-		if j.Status.Succeeded > 0 {
-			lastSucceeded = j
-			break
-		}
-	}
-	if len(finished) > 0 {
-		latest = finished[0]
-	}
 	switch {
-	case !backupEnabled:
+	case db.backup == nil:
+		c.set("BackupSucceeded", "Unknown", "BackupsDisabled",
+			"No spec.backup: nothing backs this Database up. Set spec.backup.objectStore (postgres, mariadb) to take backups")
+	case !db.throwawayBackups():
 		c.set("BackupSucceeded", "Unknown", "BackupsDisabled", "Backups are disabled")
-	case latest == nil:
-		schedule := any(defaultCron)
-		if db.backup != nil && db.backup["schedule"] != nil {
-			schedule = db.backup["schedule"]
-		}
-		c.set("BackupSucceeded", "Unknown", "NoBackupYet", "No backup has run yet (schedule "+jsString(schedule)+")")
-	case latest == lastSucceeded:
-		c.set("BackupSucceeded", "True", "BackupCompleted", "Backup "+latest.Name+" completed")
 	default:
-		c.set("BackupSucceeded", "False", "BackupFailed", "Backup "+latest.Name+" failed")
+		// A dump onto a scratch volume is no backup, whatever its Job did.
+		message := noBackupDestinationReport
+		if len(finished) > 0 {
+			outcome := "failed"
+			if finished[0].Status.Succeeded > 0 {
+				outcome = "completed"
+			}
+			message += " (the latest dump, Job " + finished[0].Name + ", " + outcome + ")"
+		}
+		c.set("BackupSucceeded", "False", "NoBackupDestination", message)
 	}
 
 	if r != nil {
@@ -285,9 +273,8 @@ func (db *database) computeStatus(o observed, now time.Time) map[string]any {
 	} else if instances, ok := prev["instances"]; ok && instances != nil {
 		status["instances"] = instances
 	}
-	if lastSucceeded != nil && lastSucceeded.Status.CompletionTime != nil {
-		status["lastBackup"] = metaTime(lastSucceeded.Status.CompletionTime.Time)
-	} else if truthy(prev["lastBackup"]) {
+	// Only a restorable backup sets it, and the reference takes none: carried as it was.
+	if truthy(prev["lastBackup"]) {
 		status["lastBackup"] = prev["lastBackup"]
 	}
 	return status
@@ -418,3 +405,6 @@ func (db *database) replicationHealth(r *replicationView) (status, reason, messa
 	}
 	return "True", "Streaming", jsNumber(db.replicas-1) + " replica(s) streaming from " + primary
 }
+
+// noBackupDestinationReport: what BackupSucceeded and the Warning Event say of backups that go nowhere (children.ts).
+const noBackupDestinationReport = "spec.backup enables backups but names no objectStore: each scheduled dump reaches only a scratch volume deleted with its Pod, and can never be restored. Set spec.backup.objectStore (postgres, mariadb), or spec.backup.enabled: false (mysql). The API server refuses this form for new Databases; this one was stored before that"

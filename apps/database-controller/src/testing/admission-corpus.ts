@@ -7,7 +7,7 @@
 // (parameters-corpus.ts). Run by api.integration.test.ts and by
 // tools/scripts/corpus-table.ts.
 import type { AdmissionCase, AdmissionCorpus } from '@regulon/crd/testing';
-import { Database, type DatabaseObject } from '../api.ts';
+import { Database, NO_BACKUP_DESTINATION_MESSAGE, type DatabaseObject } from '../api.ts';
 import { MAX_NAME_LENGTH } from '../names.ts';
 
 /** Messages, as the API server words them. */
@@ -36,12 +36,25 @@ export const M = {
   nameTooLong: new RegExp(`is too long: a Database name is at most ${MAX_NAME_LENGTH} characters`),
   objectName: /a lowercase RFC 1123 subdomain must consist of/,
   version: /^Invalid value: version must be a dotted number such as 16\.8/,
+  noBackupDestination: new RegExp(
+    `^Invalid value: ${NO_BACKUP_DESTINATION_MESSAGE.replace(/[.*+?()[\]{}|^$\\]/g, '\\$&')}$`,
+  ),
 };
 
 const rejected = (field: string, form: string, values: unknown[], message: RegExp): AdmissionCase[] =>
   values.map((value) => ({ field, value, form, rejected: message }));
 const accepted = (field: string, form: string, values: unknown[], other?: Record<string, unknown>) =>
   values.map((value): AdmissionCase => ({ field, value, form, ...(other ? { with: other } : {}) }));
+
+/** Cases on spec.backup's own fields, with backups off: the rule that backups need an object store stays out of them. */
+const backupOff = (cases: AdmissionCase[]): AdmissionCase[] =>
+  cases.map((c) => ({ ...c, with: { ...c.with, 'spec.backup.enabled': false } }));
+/** An object store, as the schema takes it (nothing checks it exists at admission). */
+const STORE = {
+  endpoint: 'https://s3.example.com',
+  bucket: 'backups',
+  credentials: { secretName: 'store-keys' },
+};
 
 const SIZE = 'spec.storage.size';
 const CLASS = 'spec.storage.storageClassName';
@@ -79,55 +92,99 @@ export const DATABASE_CASES: AdmissionCase[] = [
   ...rejected(CLASS, 'too long', ['a'.repeat(254)], M.tooLong(253)),
   ...accepted(CLASS, 'a class name', ['kwok-volume', 'fast.ssd.example.com']),
 
-  // spec.backup.schedule: what a CronJob accepts, each field in its range.
-  cronField(0, '60', 'minute out of range'),
-  cronField(0, '99', 'minute out of range'),
-  cronField(0, '-1', 'negative minute'),
-  cronField(1, '24', 'hour out of range'),
-  cronField(1, '99', 'hour out of range'),
-  cronField(2, '0', 'day of month out of range'),
-  cronField(2, '32', 'day of month out of range'),
-  cronField(2, 'L', 'Quartz syntax (L)'),
-  cronField(3, '0', 'month out of range'),
-  cronField(3, '13', 'month out of range'),
-  cronField(3, 'foo', 'unknown month name'),
-  cronField(4, '7', 'day of week out of range (7 is not Sunday for a CronJob)'),
-  cronField(4, 'sunday', 'day name spelled out'),
-  cronField(4, '1#2', 'Quartz syntax (#)'),
-  cronField(0, '*/0', 'step of zero'),
-  cronField(0, '1,,2', 'empty list item'),
-  ...rejected(
-    SCHEDULE,
-    'range backwards',
-    ['30-10 * * * *', '0 3 * * fri-mon', '0 3 * dec-jan *'],
-    M.cronRange,
-  ),
-  ...rejected(
-    SCHEDULE,
-    'not five fields',
-    ['0 3 * *', '0 0 3 * * *', 'every day', '@fortnightly', '@reboot', '@daily ', 'TZ=UTC 0 3 * * *'],
-    M.cronShape,
-  ),
-  ...rejected(SCHEDULE, 'empty', [''], M.empty),
-  ...rejected(SCHEDULE, 'too long', [`0 3 * * ${'1,'.repeat(40)}1`], M.tooLong(64)),
-  ...rejected(SCHEDULE, 'wrong type', [3], M.type('string')),
-  ...accepted(SCHEDULE, 'edge', [
-    '*/5 * * * *',
-    '0 0 29 2 *',
-    '59 23 31 12 6',
-    '0 3 ? * MON-FRI',
-    '0,30 9-17/2 * * 1-5',
-    '0 0 1 jan,jul *',
-    '@daily',
-    '@midnight',
-    '@every 6h',
-  ]),
+  // spec.backup's own fields, with backups off: on, they need an object store (below).
+  ...backupOff([
+    // spec.backup.schedule: what a CronJob accepts, each field in its range.
+    cronField(0, '60', 'minute out of range'),
+    cronField(0, '99', 'minute out of range'),
+    cronField(0, '-1', 'negative minute'),
+    cronField(1, '24', 'hour out of range'),
+    cronField(1, '99', 'hour out of range'),
+    cronField(2, '0', 'day of month out of range'),
+    cronField(2, '32', 'day of month out of range'),
+    cronField(2, 'L', 'Quartz syntax (L)'),
+    cronField(3, '0', 'month out of range'),
+    cronField(3, '13', 'month out of range'),
+    cronField(3, 'foo', 'unknown month name'),
+    cronField(4, '7', 'day of week out of range (7 is not Sunday for a CronJob)'),
+    cronField(4, 'sunday', 'day name spelled out'),
+    cronField(4, '1#2', 'Quartz syntax (#)'),
+    cronField(0, '*/0', 'step of zero'),
+    cronField(0, '1,,2', 'empty list item'),
+    ...rejected(
+      SCHEDULE,
+      'range backwards',
+      ['30-10 * * * *', '0 3 * * fri-mon', '0 3 * dec-jan *'],
+      M.cronRange,
+    ),
+    ...rejected(
+      SCHEDULE,
+      'not five fields',
+      ['0 3 * *', '0 0 3 * * *', 'every day', '@fortnightly', '@reboot', '@daily ', 'TZ=UTC 0 3 * * *'],
+      M.cronShape,
+    ),
+    ...rejected(SCHEDULE, 'empty', [''], M.empty),
+    ...rejected(SCHEDULE, 'too long', [`0 3 * * ${'1,'.repeat(40)}1`], M.tooLong(64)),
+    ...rejected(SCHEDULE, 'wrong type', [3], M.type('string')),
+    ...accepted(SCHEDULE, 'edge', [
+      '*/5 * * * *',
+      '0 0 29 2 *',
+      '59 23 31 12 6',
+      '0 3 ? * MON-FRI',
+      '0,30 9-17/2 * * 1-5',
+      '0 0 1 jan,jul *',
+      '@daily',
+      '@midnight',
+      '@every 6h',
+    ]),
 
-  // spec.backup's other fields.
-  ...rejected('spec.backup.historyLimit', 'zero', [0], M.atLeast(1)),
-  ...rejected('spec.backup.historyLimit', 'too many', [31], M.atMost(30)),
-  ...rejected('spec.backup.historyLimit', 'wrong type', ['3'], M.type('integer')),
+    // spec.backup's other fields.
+    ...rejected('spec.backup.historyLimit', 'zero', [0], M.atLeast(1)),
+    ...rejected('spec.backup.historyLimit', 'too many', [31], M.atMost(30)),
+    ...rejected('spec.backup.historyLimit', 'wrong type', ['3'], M.type('integer')),
+  ]),
   ...rejected('spec.backup.enabled', 'wrong type', ['yes'], M.type('boolean')),
+
+  // Backups need somewhere to go that outlasts them: without an object store the dump reached
+  // only a scratch volume deleted with its Pod. enabled defaults to true, so {} is refused too.
+  ...rejected(
+    'spec.backup',
+    'enabled with no object store',
+    [{}, { enabled: true }, { enabled: true, schedule: '0 3 * * *', historyLimit: 3 }],
+    M.noBackupDestination,
+  ),
+  ...[
+    ['mariadb', '11.4.4'],
+    ['mysql', '8.4.4'],
+  ].flatMap(([engine, version]) =>
+    rejected(
+      'spec.backup',
+      `enabled with no object store (${engine})`,
+      [{ schedule: '0 3 * * *' }],
+      M.noBackupDestination,
+    ).map((c) => ({ ...c, with: { 'spec.engine': engine, 'spec.version': version } })),
+  ),
+  {
+    field: 'spec.backup.objectStore',
+    value: STORE,
+    form: 'mysql with an object store',
+    with: { 'spec.engine': 'mysql', 'spec.version': '8.4.4' },
+    rejected:
+      /mysql backups to an object store are not implemented yet, so a mysql Database sets backup\.enabled: false/,
+  },
+  ...accepted('spec.backup', 'off', [{ enabled: false }, { enabled: false, schedule: '@daily' }]),
+  ...accepted('spec.backup', 'off (mysql)', [{ enabled: false }], {
+    'spec.engine': 'mysql',
+    'spec.version': '8.4.4',
+  }),
+  ...accepted('spec.backup', 'with an object store', [
+    { objectStore: STORE },
+    { enabled: true, objectStore: STORE },
+  ]),
+  ...accepted('spec.backup', 'with an object store (mariadb)', [{ objectStore: STORE }], {
+    'spec.engine': 'mariadb',
+    'spec.version': '11.4.4',
+  }),
 
   // spec.resources: container requests and limits.
   ...rejected(requests('cpu'), 'zero', ['0', 0], M.positive),
