@@ -8,6 +8,8 @@ import { parseAllDocuments } from 'yaml';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
 import { adminRequest } from './http.ts';
 import { REAL_NODE_LABEL } from './node-config.ts';
+import { stopRealNode } from './real-node.ts';
+import { SECOND_NODE, secondNodeDir } from './second-node.ts';
 
 /** Set by `regulon-testenv exec` (and `start()`), read by every test process it runs. */
 export const STATE_DIR_ENV = 'REGULON_TESTENV_DIR';
@@ -62,6 +64,27 @@ export class TestEnv {
 
   get server(): string {
     return this.controlPlane.server;
+  }
+
+  /**
+   * Stops the second real node and removes its Node object, leaving the
+   * first node and the control plane running: a test file that asked for two
+   * nodes gives the run's shared control plane back as it found it, so the
+   * files after it do not run beside a node (and its kubelet's load) they
+   * never asked for. Does nothing when there is no second node.
+   */
+  async stopSecondRealNode(): Promise<void> {
+    const problems = await stopRealNode(secondNodeDir(this.controlPlane.state.dir));
+    const removed = await this.kubectl([
+      'delete',
+      'node',
+      SECOND_NODE.name,
+      '--ignore-not-found',
+      '--wait=false',
+    ]);
+    if (removed.code !== 0) problems.push(`deleting Node ${SECOND_NODE.name}: ${removed.stderr.trim()}`);
+    if (problems.length > 0)
+      throw new Error(`testenv: stopping the second real node left problems:\n  ${problems.join('\n  ')}`);
   }
 
   /**

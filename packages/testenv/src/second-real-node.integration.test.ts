@@ -27,7 +27,8 @@ interface Node {
   };
 }
 
-// Under `npm test` the run's shared control plane (REGULON_TESTENV_DIR) gets the second node and stops it.
+// Under `npm test` the run's shared control plane (REGULON_TESTENV_DIR) gets the second node for this
+// file, which stops it again at the end (the control plane and first node stay for the other files).
 const shared = Boolean(process.env['REGULON_TESTENV_DIR']);
 
 describe('two real nodes', () => {
@@ -125,7 +126,10 @@ describe('two real nodes', () => {
     );
   });
   after(async () => {
-    if (!stopped) await env?.stop();
+    if (stopped) return;
+    // Shared: the second node is this file's alone; the run's control plane and first node go on.
+    if (shared) await env?.stopSecondRealNode();
+    else await env?.stop();
   });
 
   test('each node has its own Pod subnet and address, and the Pods run where they were pinned', async () => {
