@@ -11,8 +11,8 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Kinds, KubeClient, retyped, type KubeObject } from '@regulon/client';
-import { LeaderElector } from '@regulon/runtime';
+import { Kinds, KubeClient, retyped } from '@regulon/client';
+import { LeaderElector, type Lease } from '@regulon/runtime';
 import { cutOffFromApiServer, eventually, faultsUnsupported, start, type TestEnv } from '@regulon/testenv';
 import { FENCED_EXIT_CODE } from './agent.ts';
 
@@ -23,10 +23,6 @@ const LEASE = 'orders-primary';
 const AGENT_GID = 47_613;
 /** Short Lease timings, in the proportions of the defaults (15 s, 10 s, 2 s). */
 const TIMINGS = { lease: 6_000, renew: 4_000, retry: 1_000 };
-
-interface Lease extends KubeObject {
-  spec?: { holderIdentity?: string; renewTime?: string; acquireTime?: string };
-}
 
 interface Agent {
   child: ChildProcess;

@@ -87,8 +87,9 @@ export {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
+  leaseRecordKey,
 } from './election/leader-election.ts';
-export type { LeaderElectorOptions } from './election/leader-election.ts';
+export type { LeaderElectorOptions, Lease, LeaseSpec } from './election/leader-election.ts';
 export {
   EventRecorder,
   DEFAULT_EVENT_AGGREGATION_WINDOW_MS,

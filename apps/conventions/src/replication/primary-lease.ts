@@ -13,29 +13,12 @@
 //    as a compare-and-swap on the resourceVersion the manager judged: if the
 //    old holder renewed in between, the write conflicts and nothing is
 //    promoted.
-import {
-  isAlreadyExists,
-  isConflict,
-  isNotFound,
-  Kinds,
-  retyped,
-  type KubeClient,
-  type KubeObject,
-} from '@regulon/client';
-import { microTime } from '@regulon/runtime';
+import { isAlreadyExists, isConflict, isNotFound, Kinds, retyped, type KubeClient } from '@regulon/client';
+import { leaseRecordKey, microTime, type Lease, type LeaseSpec } from '@regulon/runtime';
 import type { Clock } from '@regulon/util';
 
-export interface PrimaryLeaseSpec {
-  holderIdentity?: string | undefined;
-  leaseDurationSeconds?: number | undefined;
-  acquireTime?: string | undefined;
-  renewTime?: string | undefined;
-  leaseTransitions?: number | undefined;
-}
-
-export interface PrimaryLease extends KubeObject {
-  spec?: PrimaryLeaseSpec | undefined;
-}
+/** The primary Lease is a plain coordination.k8s.io/v1 Lease, as the agent's elector writes it. */
+export type PrimaryLease = Lease;
 
 /** The primary Lease's name for a Database or Cache. */
 export const primaryLeaseName = (owner: string): string => `${owner}-primary`;
@@ -51,19 +34,9 @@ export type LeaseJudgement =
   /** Not read yet, or not read recently enough to judge. */
   | { state: 'unknown' };
 
-/** The record's content: a renewal changes it, a write that changes nothing of the holder's does not. */
-const recordKey = (lease: PrimaryLease | undefined): string => {
-  const s = lease?.spec;
-  return lease
-    ? JSON.stringify([
-        s?.holderIdentity ?? '',
-        s?.leaseDurationSeconds ?? 0,
-        s?.acquireTime ?? '',
-        s?.renewTime ?? '',
-        s?.leaseTransitions ?? 0,
-      ])
-    : '<absent>';
-};
+/** The record's content (what a renewal changes), or a marker for an absent Lease. */
+const recordKey = (lease: PrimaryLease | undefined): string =>
+  lease ? leaseRecordKey(lease.spec ?? {}) : '<absent>';
 
 /**
  * One manager's view of one primary Lease, fed by its reads (observe()), on
@@ -167,7 +140,7 @@ export async function transferPrimaryLease(
     throw err;
   }
   if (current.metadata?.resourceVersion !== resourceVersion) return false;
-  const spec: PrimaryLeaseSpec = {
+  const spec: LeaseSpec = {
     ...current.spec,
     holderIdentity: t.to,
     leaseDurationSeconds: current.spec?.leaseDurationSeconds ?? t.leaseDurationSeconds,

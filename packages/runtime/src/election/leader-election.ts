@@ -98,6 +98,20 @@ export interface LeaderElectorOptions {
   onNewLeader?(identity: string): void;
 }
 
+/**
+ * What a renewal changes in a Lease's record: an observer counts a Lease's
+ * expiry from when it first saw this key, never from the holder's times.
+ */
+export function leaseRecordKey(spec: LeaseSpec): string {
+  return JSON.stringify([
+    spec.holderIdentity ?? '',
+    spec.leaseDurationSeconds ?? 0,
+    spec.acquireTime ?? '',
+    spec.renewTime ?? '',
+    spec.leaseTransitions ?? 0,
+  ]);
+}
+
 /** run() rejects with this when renewals stopped succeeding or another holder took the lease. */
 export class LeadershipLostError extends Error {
   readonly identity: string;
@@ -457,13 +471,7 @@ export class LeaderElector {
 
   #observe(lease: Lease): void {
     const spec = lease.spec ?? {};
-    const key = JSON.stringify([
-      spec.holderIdentity ?? '',
-      spec.leaseDurationSeconds ?? 0,
-      spec.acquireTime ?? '',
-      spec.renewTime ?? '',
-      spec.leaseTransitions ?? 0,
-    ]);
+    const key = leaseRecordKey(spec);
     if (key !== this.#observedKey) {
       this.#observedKey = key;
       this.#observed = spec;
