@@ -868,6 +868,8 @@ export function describeReplication(e: EngineUnderTest): void {
     test('minor upgrade under write load: the replicas first, then one switchover, then the old primary; no acknowledged write lost', async (t) => {
       const before = await until('healthy', healthy);
       assert.equal(before.status?.currentVersion, version);
+      // Whole seconds: an Event's time may be truncated to them (eventTime is MicroTime, a series' last time too).
+      const upgradeStarted = Math.floor(Date.now() / 1000) * 1000;
       const { lost, outageMs, moves, old } = await underLoad(
         t,
         'minor upgrade',
@@ -884,10 +886,20 @@ export function describeReplication(e: EngineUnderTest): void {
       assert.deepEqual(lost, [], 'the primary hands over with a clean shutdown');
       assert.equal(moves, 1, 'the primary role moves once');
       // The manager replaced the replicas itself; the old primary's Pod went through the switchover's fencing.
-      const events = await client.resource(Kinds.Event).list({ namespace: ns });
+      // Only this upgrade's replacements count: the configuration change of the test before rolled the
+      // Pods too, and its Events are still there (an Event repeated since then is one object whose
+      // series.lastObservedTime moved, counted once per occurrence in this window).
+      const events = await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns });
       const replaced = events.items
         .filter((x) => x.regarding?.name === NAME && x.reason === 'RollingUpdate')
-        .map((x) => /replacing replica (\S+)/.exec(x.note ?? '')?.[1])
+        .flatMap((x) => {
+          const pod = /replacing replica (\S+)/.exec(x.note ?? '')?.[1];
+          const first = new Date(x.eventTime ?? 0).getTime();
+          const last = new Date(x.series?.lastObservedTime ?? x.eventTime ?? 0).getTime();
+          if (!pod || !(last >= upgradeStarted)) return [];
+          // A series that began in this window counts every occurrence; one that began before, the one we know of.
+          return Array<string>(first >= upgradeStarted ? (x.series?.count ?? 1) : 1).fill(pod);
+        })
         .sort();
       assert.deepEqual(
         replaced,
