@@ -6,13 +6,25 @@ import {
 } from '@regulon/conventions';
 import type {
   V1ConfigMap,
+  V1Container,
   V1CronJob,
   V1PodDisruptionBudget,
+  V1Role,
+  V1RoleBinding,
   V1Secret,
   V1Service,
   V1ServiceAccount,
   V1StatefulSet,
+  V1Volume,
 } from '@kubernetes/client-node';
+import {
+  agentCommand,
+  agentEnv,
+  agentInstallContainer,
+  agentRules,
+  agentVolume,
+  agentVolumeMount,
+} from '@regulon/instance-agent/pod';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { DatabaseObject } from './api.ts';
 import { renderConfig } from './config.ts';
@@ -101,12 +113,74 @@ export function replicationCredentials(db: DatabaseObject, password: string): V1
   };
 }
 
-export function desiredServiceAccount(db: DatabaseObject): V1ServiceAccount {
+/**
+ * The instances' service account. It carries no token, except where the
+ * instance agent runs: the agent renews the primary Lease with it, and its
+ * Role (desiredAgentRole) allows that and nothing else.
+ */
+export function desiredServiceAccount(db: DatabaseObject, agentImage?: string): V1ServiceAccount {
   return {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
     metadata: { name: childNames(db).serviceAccount, labels: labels(db) },
-    automountServiceAccountToken: false,
+    automountServiceAccountToken: runsAgent(db, agentImage),
+  };
+}
+
+/** Whether the Database's Pods run under the instance agent: its engine has one, and the manager knows the image. */
+export function runsAgent(db: DatabaseObject, agentImage: string | undefined): agentImage is string {
+  return agentImage !== undefined && engineOf(db).agent !== undefined;
+}
+
+/** The Role that lets the instance agents read and renew the Database's primary Lease; undefined without them. */
+export function desiredAgentRole(db: DatabaseObject, agentImage?: string): V1Role | undefined {
+  if (!runsAgent(db, agentImage)) return undefined;
+  const n = childNames(db);
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: n.agentRole, labels: labels(db) },
+    rules: agentRules(n.primaryLease),
+  };
+}
+
+export function desiredAgentRoleBinding(db: DatabaseObject, agentImage?: string): V1RoleBinding | undefined {
+  if (!runsAgent(db, agentImage)) return undefined;
+  const n = childNames(db);
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: n.agentRole, labels: labels(db) },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: n.agentRole },
+    subjects: [{ kind: 'ServiceAccount', name: n.serviceAccount, namespace: db.metadata.namespace! }],
+  };
+}
+
+/**
+ * The engine container under the instance agent: the agent is its command,
+ * the engine's command after `--`; an init container copies the agent out of
+ * `agentImage` (the manager image) into a volume the container mounts.
+ */
+function underAgent(
+  db: DatabaseObject,
+  container: V1Container,
+  agentImage: string,
+): { container: V1Container; initContainer: V1Container; volume: V1Volume } {
+  const agent = engineOf(db).agent!;
+  return {
+    container: {
+      ...container,
+      command: agentCommand({
+        lease: childNames(db).primaryLease,
+        roleCommand: agent.roleCommand,
+        engine: [...(container.command ?? []), ...(container.args ?? [])],
+      }),
+      args: undefined,
+      env: [...(container.env ?? []), ...agentEnv()],
+      volumeMounts: [...(container.volumeMounts ?? []), agentVolumeMount()],
+    },
+    initContainer: agentInstallContainer(agentImage, restrictedContainerSecurityContext()),
+    volume: agentVolume(),
   };
 }
 
@@ -155,12 +229,16 @@ export function desiredStatefulSet(
   credentialsSecret: string,
   imageRef?: string,
   instances: number = db.spec.replicas,
+  agentImage?: string,
 ): V1StatefulSet {
   const n = childNames(db);
   const content = Object.entries(configFiles(db))
     .map(([k, v]) => `${k}\n${v}`)
     .join('\n');
-  const { container, volumes } = engineOf(db).pod(db, credentialsSecret, engineImage(db, imageRef));
+  const pod = engineOf(db).pod(db, credentialsSecret, engineImage(db, imageRef));
+  const agent = runsAgent(db, agentImage) ? underAgent(db, pod.container, agentImage) : undefined;
+  const container = agent?.container ?? pod.container;
+  const volumes = agent ? [...pod.volumes, agent.volume] : pod.volumes;
   return {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',
@@ -183,8 +261,9 @@ export function desiredStatefulSet(
         metadata: { labels: labels(db), annotations: { [CONFIG_HASH_ANNOTATION]: contentHash(content) } },
         spec: {
           serviceAccountName: n.serviceAccount,
-          automountServiceAccountToken: false,
+          automountServiceAccountToken: agent !== undefined,
           securityContext: restrictedPodSecurityContext(DB_USER),
+          ...(agent ? { initContainers: [agent.initContainer] } : {}),
           containers: [
             { ...container, ...(db.spec.resources ? { resources: quantities(db.spec.resources) } : {}) },
           ],
@@ -356,14 +435,17 @@ export function desiredChildren(
   createdStorageSize?: string,
   imageRef?: string,
   instances: number = db.spec.replicas,
+  agentImage?: string,
 ): DesiredChild[] {
   const n = childNames(db);
   const services = desiredServices(db);
-  const sts = desiredStatefulSet(db, n.credentials, imageRef, instances);
+  const sts = desiredStatefulSet(db, n.credentials, imageRef, instances, agentImage);
   const claim = sts.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests;
   if (createdStorageSize && claim) claim['storage'] = createdStorageSize;
   return [
-    { type: Kinds.ServiceAccount, name: n.serviceAccount, object: desiredServiceAccount(db) },
+    { type: Kinds.ServiceAccount, name: n.serviceAccount, object: desiredServiceAccount(db, agentImage) },
+    { type: Kinds.Role, name: n.agentRole, object: desiredAgentRole(db, agentImage) },
+    { type: Kinds.RoleBinding, name: n.agentRole, object: desiredAgentRoleBinding(db, agentImage) },
     { type: Kinds.ConfigMap, name: n.config, object: desiredConfigMap(db) },
     { type: Kinds.Service, name: n.headlessService, object: services.headless },
     { type: Kinds.Service, name: n.clientService, object: services.client },

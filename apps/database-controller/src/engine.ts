@@ -99,4 +99,10 @@ export interface EngineBehaviour {
   readonly pointInTimeRecovery: boolean;
   /** Whether spec.bootstrap.recovery is resolved into a recovery Secret the first Pod reads. */
   readonly keepsRecoverySecret: boolean;
+  /**
+   * What the instance agent asks the engine, where its Pods run under the agent (see
+   * @regulon/instance-agent): a shell command printing `primary` or `replica`. Undefined:
+   * its Pods run without the agent, and only the kubelet ends a primary's role.
+   */
+  readonly agent: { roleCommand: string } | undefined;
 }

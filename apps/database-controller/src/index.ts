@@ -59,6 +59,12 @@ export interface DatabaseControllerOptions {
   kubeConfig?: KubeConfigSource | undefined;
   /** Runs commands in the instances (tests); default PodExec over kubeConfig. */
   executor?: Executor | undefined;
+  /**
+   * The image the instance agent is copied from (the manager's own): with it, the Pods of an
+   * engine that has an agent (postgres) run under it, and a primary is promoted only through
+   * the primary Lease the agents hold. Without it they run as before.
+   */
+  instanceAgentImage?: string | undefined;
 }
 
 /** Registers the Database controller with a manager. */
@@ -79,6 +85,8 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
     .owns(Kinds.Service)
     .owns(Kinds.ConfigMap)
     .owns(Kinds.ServiceAccount)
+    .owns(Kinds.Role)
+    .owns(Kinds.RoleBinding)
     .owns(Kinds.PodDisruptionBudget)
     .owns(Kinds.CronJob)
     .owns(SecretMetadata)
@@ -110,12 +118,15 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
       if (replication?.replicated) reportReachability(db, db.status?.conditions, replication.plan, ctx);
       return computeStatus(db, {
         ...observedFrom(db, ctx, catalog, backupsWatched),
+        agentImage: options.instanceAgentImage,
         problem,
         replication,
         archiving: stanzas.archiving(db),
       });
     })
-    .reconcile(reconcileDatabase(catalog, views, undefined, { backupsWatched, stanzas }));
+    .reconcile(
+      reconcileDatabase(catalog, views, undefined, { backupsWatched, stanzas }, options.instanceAgentImage),
+    );
   if (backupsWatched)
     setupDatabaseBackupController(mgr, {
       executor,

@@ -1,4 +1,4 @@
-import { recommendedLabels } from '@regulon/conventions';
+import { primaryLeaseName, recommendedLabels } from '@regulon/conventions';
 import type { DatabaseObject } from './api.ts';
 
 /**
@@ -23,6 +23,10 @@ export interface ChildNames {
   replicationCredentials: string;
   /** spec.bootstrap.recovery resolved once: the source repository's settings and keys (postgres). */
   recovery: string;
+  /** The primary Lease the instance agents hold (see @regulon/instance-agent). */
+  primaryLease: string;
+  /** The Role and RoleBinding that let the instances' service account renew that Lease. */
+  agentRole: string;
 }
 
 export function childNames(db: DatabaseObject): ChildNames {
@@ -40,6 +44,8 @@ export function childNames(db: DatabaseObject): ChildNames {
     topology: `${n}-topology`,
     replicationCredentials: `${n}-replication`,
     recovery: `${n}-recovery`,
+    primaryLease: primaryLeaseName(n),
+    agentRole: `${n}-instance-agent`,
   };
 }
 

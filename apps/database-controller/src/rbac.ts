@@ -25,6 +25,17 @@ export const DATABASE_RBAC: readonly V1PolicyRule[] = [
   // The read-only Service goes away when replicas drop to 1.
   { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['list', 'watch', 'create', 'patch'] },
+  // Where the instance agent runs (--instance-agent-image): a Role and RoleBinding per Database let
+  // its Pods read and renew their primary Lease, and go when the agent is turned off.
+  {
+    apiGroups: ['rbac.authorization.k8s.io'],
+    resources: ['roles', 'rolebindings'],
+    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+  },
+  // The primary Lease: created without a holder, read each reconcile (not cached: its renewals
+  // every 2 s would be events for nothing), and rewritten to name each promoted instance. Holding
+  // get and update is also what lets the manager grant them in the agents' Role.
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   // get: the topology ConfigMap (which instance is the primary) is read from the API server, never
   // from a cache that may be a moment behind the manager's own last change of it.
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },

@@ -1,5 +1,6 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import { Kinds, isNotFound, metadataOnly } from '@regulon/client';
+import { isAlreadyExists, Kinds, isNotFound, metadataOnly, retyped } from '@regulon/client';
+import type { PrimaryLease } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import {
   CHILD_CONFLICT,
@@ -19,6 +20,7 @@ import {
   NO_BACKUP_DESTINATION,
   NO_BACKUP_DESTINATION_REPORT,
   replicationCredentials,
+  runsAgent,
   throwawayBackups,
   topologyConfigMap,
   type DesiredChild,
@@ -27,12 +29,13 @@ import {
   firstTopology,
   instanceCount,
   recordedTopology,
+  PRIMARY_LEASE_SECONDS,
   reconcileReplication,
   ReplicationMemory,
   type ReplicationView,
 } from './replication/replication.ts';
 import { InvalidParametersError } from './config.ts';
-import { childNames } from './names.ts';
+import { childNames, labels } from './names.ts';
 import { engineOf } from './engines/index.ts';
 import { ensureRecoverySecret, type Stanzas } from './backup/database.ts';
 import { DatabaseBackup } from './backup/api.ts';
@@ -66,6 +69,7 @@ export function reconcileDatabase(
   views: WeakMap<Context, ReplicationView> = new WeakMap(),
   memory: ReplicationMemory = new ReplicationMemory(),
   backup: BackupSupport = { backupsWatched: false, stanzas: undefined },
+  agentImage?: string,
 ): ReconcileFunc<DatabaseObject> {
   return async (db, ctx) => {
     const engine = engineOf(db);
@@ -86,10 +90,18 @@ export function reconcileDatabase(
     const topology = recorded ?? firstTopology(db);
     // Read once: the claim size it was created with, and how many Pods it runs.
     const sts = ctx.get(Kinds.StatefulSet, childNames(db).statefulSet);
-    const children = renderChildren(db, createdClaimSize(sts), imageRef, instanceCount(db, topology));
+    const children = renderChildren(
+      db,
+      createdClaimSize(sts),
+      imageRef,
+      instanceCount(db, topology),
+      agentImage,
+    );
     // The Pods read the topology when they start: it exists before they do. Only ever
     // created here; changes are the replication plan's, never a re-render.
     if (!recorded) await ctx.apply([topologyConfigMap(db, topology)]);
+    // The primary Lease too: the agents may only read and renew it (see agentRules).
+    const lease = runsAgent(db, agentImage) ? { read: await ensurePrimaryLease(db, ctx) } : undefined;
     await ctx.apply(children.flatMap((c) => (c.object ? [c.object] : [])));
     for (const c of children) if (!c.object) await ctx.delete(c.type, c.name);
     const { view, requeueAfter } = await reconcileReplication(
@@ -98,6 +110,8 @@ export function reconcileDatabase(
       topology,
       memory,
       engine.replication?.driver,
+      undefined,
+      lease,
     );
     views.set(ctx, view);
     // What only the kubelet and the instance's log know: a restore that cannot find its backup,
@@ -158,15 +172,60 @@ async function scheduleBackups(
   return ensureScheduledBackup(db, ctx, existing);
 }
 
+/**
+ * The Database's primary Lease, as the API server has it, created without a
+ * holder (owned by the Database) when it does not exist: the first primary's
+ * agent takes it, and the manager writes each promoted instance into it.
+ */
+async function ensurePrimaryLease(db: DatabaseObject, ctx: Context): Promise<PrimaryLease> {
+  const leases = ctx.client.resource(retyped<PrimaryLease>(Kinds.Lease));
+  const name = childNames(db).primaryLease;
+  const namespace = db.metadata.namespace!;
+  try {
+    return await leases.get(name, { namespace, signal: ctx.signal });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  try {
+    return await leases.create(
+      {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: {
+          name,
+          namespace,
+          labels: labels(db),
+          ownerReferences: [
+            {
+              apiVersion: db.apiVersion ?? 'regulon.dev/v1beta1',
+              kind: 'Database',
+              name: db.metadata.name!,
+              uid: db.metadata.uid!,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+        spec: { leaseDurationSeconds: PRIMARY_LEASE_SECONDS },
+      },
+      { signal: ctx.signal },
+    );
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+    return leases.get(name, { namespace, signal: ctx.signal });
+  }
+}
+
 /** desiredChildren, with parameters the engine can't take reported as a problem: nothing is applied. */
 function renderChildren(
   db: DatabaseObject,
   createdSize: string | undefined,
   imageRef: string,
   instances: number,
+  agentImage: string | undefined,
 ): DesiredChild[] {
   try {
-    return desiredChildren(db, createdSize, imageRef, instances);
+    return desiredChildren(db, createdSize, imageRef, instances, agentImage);
   } catch (err) {
     if (err instanceof InvalidParametersError)
       throw new ProblemError({ reason: err.reason, message: err.message });

@@ -51,6 +51,8 @@ export interface Observed {
   backups?: DatabaseBackupObject[] | undefined;
   /** Whether WAL archiving into the object store is set up (the stanza exists); undefined while unknown. */
   archiving?: { ok: boolean; message: string } | undefined;
+  /** The instance agent's image, as the controller runs it (see DatabaseControllerOptions). */
+  agentImage?: string | undefined;
 }
 
 /** DatabaseBackups filed under the Database they back up (the Database controller's index). */
@@ -93,7 +95,7 @@ function wantedStatefulSet(db: DatabaseObject, o: Observed): V1StatefulSet | und
   const wanted = 'image' in o ? o.image : image(db);
   if (wanted === undefined) return undefined;
   try {
-    return desiredStatefulSet(db, o.credentialsSecret, wanted);
+    return desiredStatefulSet(db, o.credentialsSecret, wanted, undefined, o.agentImage);
   } catch (err) {
     if (err instanceof InvalidParametersError) return undefined;
     throw err;

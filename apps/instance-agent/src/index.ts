@@ -7,3 +7,15 @@ export {
   type PrimaryGuardOptions,
 } from './primary-guard.ts';
 export { EngineProcess, type EngineExit } from './supervisor.ts';
+export {
+  agentCommand,
+  agentEnv,
+  agentInstallContainer,
+  agentRules,
+  agentVolume,
+  agentVolumeMount,
+  AGENT_MOUNT,
+  IMAGE_BUNDLE,
+  IMAGE_NODE,
+  type AgentCommandOptions,
+} from './pod.ts';

@@ -33,6 +33,8 @@ export interface ControllerSetupOptions {
   imageCatalog?: ImageCatalog | undefined;
   /** The manager's own kubeconfig (--kubeconfig), for what goes beyond its client: exec into Pods. */
   kubeConfig?: KubeConfigSource | undefined;
+  /** The image the instance agent is copied from (--instance-agent-image); undefined: no agent. */
+  instanceAgentImage?: string | undefined;
 }
 
 /** Every controller the manager can run, by the name its feature flags use. */

@@ -58,6 +58,13 @@ export const OPTIONS = defineOptions({
     description:
       "Image catalog file: which image runs which engine version (default: each engine's official images; see @regulon/image-catalog)",
   },
+  instanceAgentImage: {
+    flag: 'instance-agent-image',
+    env: 'REGULON_INSTANCE_AGENT_IMAGE',
+    type: 'string',
+    description:
+      "The manager's own image, which the instance agent is copied from: postgres Pods then run under the agent, which holds each Database's primary Lease, and a promotion waits for the Lease instead of the old primary's Pod object (default: no agent)",
+  },
   logLevel,
   ...controllerOptions(CONTROLLERS.map((c) => c.name)),
 });

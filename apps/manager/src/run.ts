@@ -100,7 +100,12 @@ export async function run(
   const on: string[] = [];
   const enabled = enabledControllers(config, CONTROLLERS);
   for (const { controller, concurrency } of enabled) {
-    controller.setup(mgr, { maxConcurrentReconciles: concurrency, imageCatalog, kubeConfig });
+    controller.setup(mgr, {
+      maxConcurrentReconciles: concurrency,
+      imageCatalog,
+      kubeConfig,
+      instanceAgentImage: config.instanceAgentImage,
+    });
     on.push(controller.name);
   }
   const webhooks =

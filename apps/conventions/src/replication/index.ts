@@ -24,6 +24,7 @@ export {
   roleLabelChanges,
   rollingRevision,
   ReplicationMemory,
+  LEASE_WATCH_GAP_MS,
   type InstancePod,
   type RollingStatefulSet,
 } from './members.ts';

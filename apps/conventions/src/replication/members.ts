@@ -1,4 +1,9 @@
+import { realClock, type Clock } from '@regulon/util';
 import type { Member, Plan, PrimaryAnswer, Role, Server } from './plan.ts';
+import { PrimaryLeaseView } from './primary-lease.ts';
+
+/** The longest gap between two reads of a primary Lease that still counts as watching it (above the 10 s steady requeue). */
+export const LEASE_WATCH_GAP_MS = 12_000;
 
 /**
  * What this manager remembers of each replicated owner between reconciles:
@@ -11,6 +16,24 @@ import type { Member, Plan, PrimaryAnswer, Role, Server } from './plan.ts';
 export class ReplicationMemory {
   readonly #troubleSince = new Map<string, number>();
   readonly #lastAnswer = new Map<string, { primary: string; seen: PrimaryAnswer }>();
+  readonly #leases = new Map<string, PrimaryLeaseView>();
+  readonly #clock: Clock;
+
+  constructor(clock: Clock = realClock) {
+    this.#clock = clock;
+  }
+
+  /**
+   * This manager's view of an owner's primary Lease, fed by each reconcile's
+   * read. A replicated owner is reconciled at least every 10 s (requeueAfter),
+   * more often while anything is amiss, so a gap above LEASE_WATCH_GAP_MS means
+   * this manager was not watching (see PrimaryLeaseView).
+   */
+  primaryLease(owner: string): PrimaryLeaseView {
+    let view = this.#leases.get(owner);
+    if (!view) this.#leases.set(owner, (view = new PrimaryLeaseView(this.#clock, LEASE_WATCH_GAP_MS)));
+    return view;
+  }
 
   /** When the trouble of instance `key` began, as first marked (`now` if not yet). */
   markTrouble(key: string, now: number): number {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { plan, type Member, type PlanInput, type Server } from './plan.ts';
+import type { LeaseJudgement } from './primary-lease.ts';
 
 const NOW = 1_000_000;
 const SYSTEM = '7300000000000000001';
@@ -476,6 +477,93 @@ describe('replication plan', () => {
       assert.equal(p.step?.kind === 'fence' && p.step.pod, 'db-1');
       assert.equal(p.roles.get('db-1'), undefined);
       assert.equal(p.roles.get('db-0'), 'primary');
+    });
+  });
+
+  describe('with the primary Lease the agents hold', () => {
+    const held = (holder: string, expiresInMs = 9_000): LeaseJudgement => ({
+      state: 'held',
+      holder,
+      expiresInMs,
+      resourceVersion: '41',
+    });
+    const expired = (holder: string): LeaseJudgement => ({ state: 'expired', holder, resourceVersion: '42' });
+    /** Ready by the kubelet, its server unreachable from this manager: a lost node, before the node controller notices. */
+    const unseenPrimary = member(0, undefined, { ready: true, troubleSince: undefined, label: 'primary' });
+
+    test('a primary whose Lease expired unrenewed is lost at once, though its Pod still reads Ready', () => {
+      const others = [member(1, standby(1000n)), member(2, standby(990n))];
+      const p = plan(input([unseenPrimary, ...others], { primaryLease: expired('db-0') }));
+      assert.equal(p.step?.kind === 'topology' && p.step.topology.primary, 'db-1');
+      assert.match(p.step?.kind === 'topology' ? p.step.message : '', /Lease expired/);
+      // Still renewed: the kubelet's word stands, as without the Lease.
+      const renewing = plan(input([unseenPrimary, ...others], { primaryLease: held('db-0') }));
+      assert.equal(renewing.step, undefined);
+      assert.match(renewing.waiting ?? '', /cannot reach db-0/);
+      // Expired, but another's: not this primary's loss (the failover delay still runs for a Pod in trouble).
+      const notTheirs = plan(input([unseenPrimary, ...others], { primaryLease: expired('db-2') }));
+      assert.equal(notTheirs.step, undefined);
+    });
+
+    test('a lost node: the old Pod object stays (deleting, never confirmed); promoted once the Lease is clear', () => {
+      const moved = { primary: 'db-1', initialized: true, since: NOW - 20_000 };
+      const stuck = member(0, undefined, {
+        ready: true,
+        troubleSince: undefined,
+        deleting: true,
+        deletionGraceSeconds: 1,
+        deletingSince: NOW - 15_000,
+      });
+      const members = [stuck, member(1, standby(1000n)), member(2, standby(990n))];
+      const without = plan(input(members, { topology: moved }));
+      assert.equal(without.step, undefined, 'without the Lease, only the kubelet can end the old role');
+      assert.match(without.waiting ?? '', /waiting for db-0 to stop/);
+      const p = plan(input(members, { topology: moved, primaryLease: expired('db-0') }));
+      assert.deepEqual(p.step, { kind: 'promote', pod: 'db-1', lease: expired('db-0') });
+    });
+
+    test('a Lease still held by another keeps the promotion waiting until it expires, unless its Pod is gone', () => {
+      const moved = { primary: 'db-1', initialized: true, since: NOW - 20_000 };
+      const fenced = member(0, undefined, { ready: false, troubleSince: NOW - 20_000, deleting: true });
+      const members = [fenced, member(1, standby(1000n)), member(2, standby(990n))];
+      const p = plan(input(members, { topology: moved, primaryLease: held('db-0', 4_200) }));
+      assert.equal(p.step, undefined);
+      assert.match(p.waiting ?? '', /db-0 holds the primary Lease: db-1 is promoted once .* \(in 5 s/);
+      assert.equal(p.recheckInMs, 4_200);
+      // Its Pod object gone: the kubelet stopped its containers, agent and engine alike.
+      const gone = member(0, undefined, { uid: undefined, ready: false, troubleSince: NOW - 20_000 });
+      const q = plan(
+        input([gone, members[1]!, members[2]!], { topology: moved, primaryLease: held('db-0') }),
+      );
+      assert.equal(q.step?.kind, 'promote');
+      // Already written to the target (a manager that stopped between the transfer and the promotion):
+      // the old Pod, not being deleted yet, is still stopped first, then not waited for.
+      const notDeleting = member(0, undefined, { ready: false, troubleSince: NOW - 20_000 });
+      const r = plan(
+        input([notDeleting, members[1]!, members[2]!], { topology: moved, primaryLease: held('db-1') }),
+      );
+      assert.equal(r.step?.kind === 'fence' && r.step.pod, 'db-0');
+      assert.equal(
+        plan(input(members, { topology: moved, primaryLease: held('db-1') })).step?.kind,
+        'promote',
+      );
+    });
+
+    test('a Lease that could not be read keeps everything still; a free one lets the promotion through', () => {
+      const moved = { primary: 'db-1', initialized: true, since: NOW - 20_000 };
+      const gone = member(0, undefined, { uid: undefined, ready: false, troubleSince: NOW - 20_000 });
+      const members = [gone, member(1, standby(1000n)), member(2, standby(990n))];
+      const unknown = plan(input(members, { topology: moved, primaryLease: { state: 'unknown' } }));
+      assert.equal(unknown.step, undefined);
+      assert.match(unknown.waiting ?? '', /could not be read/);
+      const free = plan(
+        input(members, { topology: moved, primaryLease: { state: 'free', resourceVersion: '7' } }),
+      );
+      assert.deepEqual(free.step, {
+        kind: 'promote',
+        pod: 'db-1',
+        lease: { state: 'free', resourceVersion: '7' },
+      });
     });
   });
 });

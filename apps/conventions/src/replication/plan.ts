@@ -13,7 +13,14 @@
  * stops half-way (or loses its Lease) leaves a state the next one finishes
  * without choosing again: it promotes the named instance, after fencing any
  * other writable one, and never promotes a second.
+ *
+ * Where the instances run the instance agent, the primary Lease it holds is
+ * the second witness (PlanInput.primaryLease): a primary whose Lease expired
+ * has stopped acknowledging writes (its agent fences it before the Lease can
+ * expire), so it is lost whatever its Pod object says, and a promotion no
+ * longer waits for a Pod object only the kubelet can remove (a lost node).
  */
+import type { LeaseJudgement } from './primary-lease.ts';
 
 export interface Topology {
   primary: string;
@@ -83,6 +90,11 @@ export interface PlanInput {
   switchoverTo: string | undefined;
   /** What the named primary said the last time it answered (undefined: never seen answering; see ReplicationMemory). */
   lastAnswer?: PrimaryAnswer | undefined;
+  /**
+   * The primary Lease as this manager judges it (PrimaryLeaseView), where the instances run the
+   * agent that holds it; undefined where they do not, and only the kubelet ends a primary's role.
+   */
+  primaryLease?: LeaseJudgement | undefined;
 }
 
 /** The named primary's last answer, as the manager remembers it. */
@@ -101,7 +113,11 @@ export type Step =
       message: string;
     }
   | { kind: 'fence'; pod: string; uid: string; graceful: boolean; message: string }
-  | { kind: 'promote'; pod: string }
+  /**
+   * `lease`: the primary Lease as judged, where the instances run the agent; the promotion first
+   * writes the instance into it (transferPrimaryLease), unless it already holds it.
+   */
+  | { kind: 'promote'; pod: string; lease?: LeaseJudgement | undefined }
   /** A rolling update: the Pod is deleted gracefully, and the StatefulSet makes it again from the new template. */
   | { kind: 'replace'; pod: string; uid: string; message: string }
   | { kind: 'refuseSwitchover'; message: string };
@@ -268,8 +284,23 @@ export function plan(input: PlanInput): Plan {
     // Every other Pod started before the name changed, and not confirmed a standby, could still
     // write (a former primary that does not answer): it is stopped, and its Pod gone, first. A Pod
     // is deleted gracefully, so its object goes only once the kubelet has stopped its containers.
+    const blocked = leaseBlocks(input, named.pod);
+    if (blocked) {
+      result.waiting = blocked.why;
+      result.recheckInMs = blocked.inMs;
+      return result;
+    }
+    // With the agents' Lease clear, whoever could still write has fenced itself: a Pod being
+    // deleted is not waited for (on a lost node the kubelet never confirms). Any other is still
+    // stopped first, as without the Lease.
+    const leased = input.primaryLease !== undefined;
     const unsafe = input.members.find(
-      (m) => m.pod !== named.pod && m.uid && !(m.server && !m.server.writable) && startedBefore(m, topology),
+      (m) =>
+        m.pod !== named.pod &&
+        m.uid &&
+        !(m.server && !m.server.writable) &&
+        startedBefore(m, topology) &&
+        !(leased && m.deleting),
     );
     const stoppingFor = unsafe?.deletingSince !== undefined ? input.now - unsafe.deletingSince : 0;
     if (
@@ -310,13 +341,21 @@ export function plan(input: PlanInput): Plan {
       };
       return result;
     }
-    result.step = { kind: 'promote', pod: named.pod };
+    result.step = {
+      kind: 'promote',
+      pod: named.pod,
+      ...(input.primaryLease ? { lease: input.primaryLease } : {}),
+    };
     return result;
   }
+  // The named one's Lease expired, watched by this manager without a gap: its agent stopped it
+  // acknowledging writes before that, or the agent itself is gone (a lost node, a hung container).
+  // The Lease's duration was the wait, so the failover delay does not run again.
+  const leaseLost = leaseLostBy(input, topology.primary);
   // The named one's Pod is Ready, but its server did not answer this manager: the manager may be
   // the one cut off. The kubelet, beside the instance, is the better witness; a failover now could
   // leave two primaries, or take a serving one down. A hang or a crash makes the Pod not ready.
-  if (named && unobserved(named)) {
+  if (named && unobserved(named) && !leaseLost) {
     result.waiting = `the manager cannot reach ${named.pod}, whose Pod is Ready: nothing fails over on this manager's word alone`;
     return result;
   }
@@ -331,7 +370,7 @@ export function plan(input: PlanInput): Plan {
   }
   const since = named?.troubleSince ?? input.now;
   const left = since + input.failoverDelayMs - input.now;
-  if (left > 0) {
+  if (left > 0 && !leaseLost) {
     // A message that stays the same while the delay runs: the status is not rewritten each poll.
     result.waiting = `primary ${topology.primary} lost; ${best.pod} takes over at ${new Date(since + input.failoverDelayMs).toISOString()} unless it returns`;
     result.recheckInMs = left;
@@ -341,9 +380,43 @@ export function plan(input: PlanInput): Plan {
     kind: 'topology',
     topology: { ...topology, primary: best.pod },
     reason: 'Failover',
-    message: `primary ${topology.primary} lost for ${Math.round((input.now - since) / 1000)} s: ${best.pod}, the most advanced standby, takes over`,
+    message: leaseLost
+      ? `primary ${topology.primary} lost: its primary Lease expired unrenewed; ${best.pod}, the most advanced standby, takes over`
+      : `primary ${topology.primary} lost for ${Math.round((input.now - since) / 1000)} s: ${best.pod}, the most advanced standby, takes over`,
   };
   return result;
+}
+
+/** Whether the primary Lease, held by `pod`, expired unrenewed by this manager's own watch. */
+function leaseLostBy(input: PlanInput, pod: string): boolean {
+  const lease = input.primaryLease;
+  return lease?.state === 'expired' && lease.holder === pod;
+}
+
+/**
+ * Why the Lease keeps `pod` from being promoted now, or undefined when it does not: nobody holds
+ * it, its holder let it expire or already is `pod`, or its holder's Pod object is gone (the kubelet
+ * stopped its containers). A Lease this manager could not read keeps everything still.
+ */
+function leaseBlocks(input: PlanInput, pod: string): { why: string; inMs?: number } | undefined {
+  const lease = input.primaryLease;
+  if (!lease) return undefined;
+  switch (lease.state) {
+    case 'free':
+    case 'expired':
+      return undefined;
+    case 'unknown':
+      return { why: `the primary Lease could not be read: ${pod} is not promoted until it is` };
+    case 'held': {
+      if (lease.holder === pod) return undefined;
+      const holder = input.members.find((m) => m.pod === lease.holder);
+      if (holder && !holder.uid) return undefined;
+      return {
+        why: `${lease.holder} holds the primary Lease: ${pod} is promoted once it is released or expires (in ${Math.ceil(lease.expiresInMs / 1000)} s unless renewed)`,
+        inMs: lease.expiresInMs,
+      };
+    }
+  }
 }
 
 /**

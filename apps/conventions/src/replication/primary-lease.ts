@@ -28,7 +28,7 @@ export type LeaseJudgement =
   /** Nobody holds it: never created, or released (holder cleared). */
   | { state: 'free'; resourceVersion: string | undefined }
   /** `holder` holds it, as far as the manager can tell: not seen unrenewed for its whole duration. */
-  | { state: 'held'; holder: string; expiresInMs: number }
+  | { state: 'held'; holder: string; expiresInMs: number; resourceVersion: string }
   /** `holder` has not renewed for its whole duration, watched without a gap: it has fenced itself. */
   | { state: 'expired'; holder: string; resourceVersion: string }
   /** Not read yet, or not read recently enough to judge. */
@@ -78,8 +78,9 @@ export class PrimaryLeaseView {
       return { state: 'free', resourceVersion: this.#lease?.metadata?.resourceVersion };
     const durationMs = Math.max(1, this.#lease.spec?.leaseDurationSeconds ?? 0) * 1000;
     const expiresInMs = this.#since + durationMs - now;
-    if (expiresInMs > 0) return { state: 'held', holder, expiresInMs };
-    return { state: 'expired', holder, resourceVersion: this.#lease.metadata?.resourceVersion ?? '' };
+    const resourceVersion = this.#lease.metadata?.resourceVersion ?? '';
+    if (expiresInMs > 0) return { state: 'held', holder, expiresInMs, resourceVersion };
+    return { state: 'expired', holder, resourceVersion };
   }
 }
 
@@ -88,15 +89,18 @@ export interface LeaseTransfer {
   name: string;
   /** The instance about to be promoted. */
   to: string;
-  /** What the manager judged: a free or expired Lease, at this resourceVersion (undefined: absent). */
-  judged: Extract<LeaseJudgement, { state: 'free' | 'expired' }>;
+  /**
+   * What the manager judged, at this resourceVersion (undefined: absent): a free or expired
+   * Lease, or one whose holder's Pod is gone (the kubelet stopped its agent and engine).
+   */
+  judged: Exclude<LeaseJudgement, { state: 'unknown' }>;
   /** The Lease duration to write when it is created, in seconds. */
   leaseDurationSeconds: number;
   signal?: AbortSignal | undefined;
 }
 
 /**
- * Writes `to` as the holder of a Lease the manager judged free or expired,
+ * Writes `to` as the holder of a Lease the manager judged free or expired (or whose holder is gone),
  * only if it is still the record that was judged. True when written; false
  * when the record changed since (the old holder renewed, or another manager
  * moved first), in which case nothing may be promoted.

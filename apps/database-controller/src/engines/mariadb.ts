@@ -27,5 +27,6 @@ export const mariadb: EngineBehaviour = {
   backupTool: 'mariabackup',
   archiveNeedsStanza: false,
   pointInTimeRecovery: false,
+  agent: undefined,
   keepsRecoverySecret: true,
 };

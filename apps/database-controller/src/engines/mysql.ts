@@ -24,5 +24,6 @@ export const mysql: EngineBehaviour = {
   backupTool: undefined,
   archiveNeedsStanza: false,
   pointInTimeRecovery: false,
+  agent: undefined,
   keepsRecoverySecret: false,
 };

@@ -3,7 +3,12 @@ import { instanceVolumes } from '../instance-env.ts';
 import { renderPostgresConf } from '../postgres/config.ts';
 import { postgresDriver } from '../postgres/driver.ts';
 import { gucNaming } from '../postgres/parameters.ts';
-import { pgbackrestVolumes, postgresContainer, postgresFiles } from '../postgres/pod.ts';
+import {
+  pgbackrestVolumes,
+  postgresContainer,
+  postgresFiles,
+  POSTGRES_ROLE_COMMAND,
+} from '../postgres/pod.ts';
 import { REPLICATION_USER } from '../postgres/start-script.ts';
 
 /** PostgreSQL: streaming replication, WAL archived and backed up by pgBackRest. */
@@ -22,4 +27,5 @@ export const postgres: EngineBehaviour = {
   archiveNeedsStanza: true,
   pointInTimeRecovery: true,
   keepsRecoverySecret: true,
+  agent: { roleCommand: POSTGRES_ROLE_COMMAND },
 };

@@ -58,6 +58,15 @@ export function pgbackrestVolumes(db: DatabaseObject): { volumes: V1Volume[]; mo
 }
 
 /**
+ * The instance agent's question (see EngineBehaviour.agent): whether the
+ * server accepts writes, asked with the credentials it was given. No answer
+ * (a server starting, stopped or hung) tells the agent nothing new.
+ */
+export const POSTGRES_ROLE_COMMAND =
+  'PGPASSWORD="$SUPERUSER_PASSWORD" psql -h 127.0.0.1 -U "$SUPERUSER" -d postgres -tAXc ' +
+  `"select case when pg_is_in_recovery() then 'replica' else 'primary' end"`;
+
+/**
  * The postgres container: the start script decides, from the topology and
  * its peers, whether to initialise, clone, rewind, and run as primary or
  * standby. Ready means it answers a query with the credentials it was given;

@@ -22,7 +22,10 @@ import {
   type Topology,
   ReplicationMemory,
   podTrouble,
+  transferPrimaryLease,
+  type LeaseJudgement,
   type PodTrouble,
+  type PrimaryLease,
 } from '@regulon/conventions';
 
 export { ReplicationMemory };
@@ -30,6 +33,8 @@ export { ReplicationMemory };
 /** A user asks for a switchover by naming the instance (Pod) that should become the primary. */
 export const SWITCHOVER_ANNOTATION = 'regulon.dev/switchover-to';
 const DEFAULT_FAILOVER_DELAY_S = 10;
+/** The primary Lease's duration: the instance agent's default (it fences at its 10 s renew deadline). */
+export const PRIMARY_LEASE_SECONDS = 15;
 
 /** What the reconcile saw of the instances, for the status. */
 export interface ReplicationView {
@@ -86,6 +91,7 @@ export async function reconcileReplication(
   memory: ReplicationMemory,
   driver: InstanceDriver | undefined,
   now = Date.now(),
+  lease?: { read: PrimaryLease },
 ): Promise<{ view: ReplicationView; requeueAfter: number | undefined }> {
   const ns = db.metadata.namespace!;
   const instances = instanceCount(db, topology);
@@ -138,6 +144,13 @@ export async function reconcileReplication(
     });
   });
 
+  // Where the agents hold the primary Lease: this manager's judgement of it, from its reads.
+  let primaryLease: LeaseJudgement | undefined;
+  if (lease) {
+    const leaseView = memory.primaryLease(db.metadata.uid!);
+    leaseView.observe(lease.read);
+    primaryLease = leaseView.judge();
+  }
   const switchoverTo = db.metadata.annotations?.[SWITCHOVER_ANNOTATION];
   const decided = plan({
     replicas: db.spec.replicas,
@@ -149,6 +162,7 @@ export async function reconcileReplication(
     now,
     switchoverTo,
     lastAnswer: memory.lastAnswer(db.metadata.uid!, topology.primary, members),
+    primaryLease,
   });
   // A single instance serves reads too: it is the primary, and no read-only Service exists.
   await applyRoleLabels(ctx, db.metadata.namespace!, byName, decided.roles, ROLE_LABEL);
@@ -223,6 +237,27 @@ function carryOut(
     deletePod: (pod, uid, grace) => deleteObservedPod(ctx, db.metadata.namespace!, pod, uid, grace),
     promote: async (pod) => {
       if (!seen.password || !seen.driver || !seen.observations.get(pod)?.reachable) return false;
+      // The instance is written into the primary Lease first, as a compare-and-swap on the
+      // record judged: an old holder that renewed since makes it conflict, and nothing is promoted.
+      const judged = step.kind === 'promote' ? step.lease : undefined;
+      if (judged && judged.state !== 'unknown' && !(judged.state === 'held' && judged.holder === pod)) {
+        const written = await transferPrimaryLease(ctx.client, {
+          namespace: db.metadata.namespace!,
+          name: childNames(db).primaryLease,
+          to: pod,
+          judged,
+          leaseDurationSeconds: PRIMARY_LEASE_SECONDS,
+          signal: ctx.signal,
+        });
+        if (!written) {
+          ctx.log.info({ pod }, 'the primary Lease changed since it was judged: not promoted this time');
+          return false;
+        }
+        ctx.log.info(
+          { pod, from: 'holder' in judged ? judged.holder : undefined },
+          'primary Lease handed over',
+        );
+      }
       await seen.driver.promote(endpoint(seen.pods, pod, seen.password, ctx), db);
       return true;
     },
