@@ -43,6 +43,7 @@ describeReplication({
   identity: /^\d+$/,
   position: /^[0-9A-F]+\/[0-9A-F]+$/,
   uriScheme: 'postgresql://',
+  instanceAgent: true,
   keptForReplicas: {
     read: async (ctx, primary) =>
       (

@@ -4,8 +4,10 @@ import { runManagerProcess } from '@regulon/conventions';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { setupDatabaseController } from '../index.ts';
 
-await runManagerProcess((mgr, catalog) =>
+await runManagerProcess((mgr, options) => {
+  const { catalog, instanceAgentImage } = options as { catalog: unknown; instanceAgentImage?: string };
   setupDatabaseController(mgr, {
     imageCatalog: ImageCatalog.fromDocument(catalog, 'the test manager process'),
-  }),
-);
+    instanceAgentImage,
+  });
+});

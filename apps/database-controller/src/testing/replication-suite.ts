@@ -18,7 +18,15 @@ import { isNotFound, KubeClient, Kinds, type ResourceType } from '@regulon/clien
 import { ImageCatalog } from '@regulon/image-catalog';
 import { type Manager, type Condition, testManager } from '@regulon/runtime';
 import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
-import { cutOffFromPods, eventually, localImageCatalog, start, type TestEnv } from '@regulon/testenv';
+import {
+  cutOffFromPods,
+  eventually,
+  loadImagesIntoRealNode,
+  localImageCatalog,
+  start,
+  type TestEnv,
+} from '@regulon/testenv';
+import { ensureManagerImage } from '../../../../tools/manager-image/image.ts';
 import { Database, type DatabaseObject } from '../api.ts';
 import { setupDatabaseController } from '../index.ts';
 import { SWITCHOVER_ANNOTATION } from '../replication/replication.ts';
@@ -66,6 +74,12 @@ export interface EngineUnderTest {
   readThrough: (ctx: SuiteContext, host: string) => Promise<{ answeredBy: string; ids: Set<number> }>;
   /** The primary really waits for a replica's acknowledgement (synchronous mode is not only configured). */
   waitsForReplicas?: (ctx: SuiteContext, primary: string) => Promise<boolean>;
+  /**
+   * The Pods run under the instance agent, copied from the manager image (built from
+   * apps/manager/Dockerfile and loaded into the real node): every scenario then also checks
+   * that the primary Lease names the primary.
+   */
+  instanceAgent?: boolean;
 }
 
 /**
@@ -130,6 +144,7 @@ export function describeReplication(e: EngineUnderTest): void {
     let nextVersion: string;
     let catalog: ImageCatalog;
     let catalogDocument: unknown;
+    let agentImage: string | undefined;
     let writer: Writer | undefined;
     const dbs = () => client.resource(Database);
     const get = () => dbs().get(NAME, { namespace: ns });
@@ -150,13 +165,29 @@ export function describeReplication(e: EngineUnderTest): void {
       nextVersion = version.replace(/\d+$/, (p) => String(Number(p) + 1));
       catalogDocument = { ...local, [engine]: [built, { version: nextVersion, image: built.image }] };
       catalog = ImageCatalog.fromDocument(catalogDocument, 'testenv images');
+      if (e.instanceAgent) {
+        const image = await ensureManagerImage();
+        loadImagesIntoRealNode(env.controlPlane.state.dir, [image]);
+        agentImage = image.ref;
+      }
       startManager();
     });
     /** A manager on this host, as a fresh process would start one: empty caches, no memory. */
     const startManager = () => {
       mgr = testManager(env.kubeConfig, { namespace: ns });
-      setupDatabaseController(mgr, { imageCatalog: catalog });
+      setupDatabaseController(mgr, { imageCatalog: catalog, instanceAgentImage: agentImage });
       running = mgr.start();
+    };
+    /** Who the primary Lease names (the agents hold it), or undefined when it names nobody. */
+    const leaseHolder = async () =>
+      (await client.resource(Kinds.Lease).get(`${NAME}-primary`, { namespace: ns })).spec?.holderIdentity ||
+      undefined;
+    /** With the agent: the primary Lease comes to name `primary` (its agent renews it). */
+    const leaseFollows = async (primary: string) => {
+      if (!e.instanceAgent) return;
+      await explained(
+        eventually(`the primary Lease names ${primary}`, async () => (await leaseHolder()) === primary),
+      );
     };
     after(async () => {
       await writer?.stop().catch(() => {});
@@ -264,6 +295,7 @@ export function describeReplication(e: EngineUnderTest): void {
       const db = await until('three instances, replicating', healthy, 300_000);
       t.diagnostic(`created to Ready with two replicas: ${((Date.now() - started) / 1000).toFixed(1)} s`);
       assert.equal(db.status?.currentPrimary, pod(0));
+      await leaseFollows(pod(0));
       assert.match(db.status?.systemIdentifier ?? '', e.identity);
       assert.deepEqual(
         db.status?.instances?.map((i) => `${i.name}:${i.role}:${i.state}`),
@@ -353,7 +385,11 @@ export function describeReplication(e: EngineUnderTest): void {
       await running;
       const child = startManagerProcess(
         new URL('./manager-process.ts', import.meta.url),
-        { kubeconfigPath: env.kubeconfigPath, namespace: ns, options: catalogDocument },
+        {
+          kubeconfigPath: env.kubeconfigPath,
+          namespace: ns,
+          options: { catalog: catalogDocument, instanceAgentImage: agentImage },
+        },
         CUT_OFF_GID,
       );
       const partition = cutOffFromPods(CUT_OFF_GID);
@@ -508,6 +544,7 @@ export function describeReplication(e: EngineUnderTest): void {
           300_000,
         );
         const rejoined = Date.now();
+        await leaseFollows(after.status!.currentPrimary!);
         await explained(writer.waitForAcks((await writer.acked()).length + 50, 60_000));
         const summary = await sampler.stop();
         assert.equal(
