@@ -28,7 +28,7 @@ const FAILOVER_DELAY_S = 10;
 /** How long the partition scenario cuts the manager off: twice the failover delay. */
 const PARTITION_S = 2 * FAILOVER_DELAY_S;
 /** The group a manager process runs in when a test cuts it off from the Pods (see cutOffFromPods). */
-const CUT_OFF_GID = 64_242;
+const CUT_OFF_GID = 64_244;
 
 const settled = (c: CacheObject) =>
   c.status?.observedGeneration === c.metadata.generation &&

@@ -125,8 +125,12 @@ const gone = (read: () => Promise<unknown>) => () =>
     },
   );
 
-/** The group a manager process runs in when a test cuts it off from the Pods (see cutOffFromPods). */
-const CUT_OFF_GID = 64_242;
+/**
+ * The group a manager process runs in when a test cuts it off from the Pods (see cutOffFromPods):
+ * one per engine, since the test files may run at once (--concurrency) and each partition's
+ * iptables rule is removed when its own scenario heals. The Cache suite has its own.
+ */
+const CUT_OFF_GIDS: Record<WorkloadEngine, number> = { postgres: 64_242, mariadb: 64_243 };
 /** The Database under test fails over after this long (spec.replication.failoverDelaySeconds). */
 const FAILOVER_DELAY_S = 5;
 
@@ -390,9 +394,9 @@ export function describeReplication(e: EngineUnderTest): void {
           namespace: ns,
           options: { catalog: catalogDocument, instanceAgentImage: agentImage },
         },
-        CUT_OFF_GID,
+        CUT_OFF_GIDS[engine],
       );
-      const partition = cutOffFromPods(CUT_OFF_GID);
+      const partition = cutOffFromPods(CUT_OFF_GIDS[engine]);
       const cutAt = Date.now();
       const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
       // Both Services' endpoints every 200 ms for the whole partition: any change is a finding.
