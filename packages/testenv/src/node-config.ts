@@ -162,7 +162,9 @@ export function kubeletConfig(l: NodeLayout, clusterDns: string): string {
       syncFrequency: '10s',
       fileCheckFrequency: '10s',
       staticPodPath: '',
-      ...(l.podLogsDirectory ? { podLogsDirectory: l.podLogsDirectory } : {}),
+      // KubeletConfiguration's field is podLogsDir; the kubelet ignores a field it does not know,
+      // which left both kubelets on /var/log/pods, each removing the other's Pods' logs.
+      ...(l.podLogsDirectory ? { podLogsDir: l.podLogsDirectory } : {}),
     },
     null,
     2,

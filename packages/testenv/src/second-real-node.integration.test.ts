@@ -177,6 +177,12 @@ describe('two real nodes', () => {
     assert.match(version, /"gitVersion": "v1\.\d+\.\d+"/);
     // Logs come through node 1's kubelet, from the API server on the host.
     assert.match(await kubectl(['logs', 'redis-1']), /Ready to accept connections/);
+    // Kept in node 1's own log directory: a kubelet removes the log directories of Pods it does not
+    // know, so two kubelets sharing /var/log/pods would delete each other's Pods' logs.
+    const uid = (await kubectl(['get', 'pod', 'redis-1', '-o', 'jsonpath={.metadata.uid}'])).trim();
+    const logDir = `${ns}_redis-1_${uid}`;
+    assert.ok(existsSync(join(secondNodeDir(env.controlPlane.state.dir), 'pod-logs', logDir)), logDir);
+    assert.equal(existsSync(join('/var/log/pods', logDir)), false, "not in node 0's directory");
   });
 
   test('losing node 1: NotReady in the API, its Pod object stays, its containers run, node 0 cannot reach it; healed, all comes back', async () => {
