@@ -685,14 +685,6 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'create', resource: 'events', group: 'events.k8s.io', namespace: app },
     { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
     { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
-    // The instance agent (--instance-agent-image): each Database's primary Lease, created,
-    // read and handed over by the manager, and a Role and RoleBinding per Database that let
-    // its Pods renew that one Lease (as CloudNativePG does per Cluster). RBAC lets the manager
-    // grant only what it holds itself: it has neither escalate nor bind (below).
-    { verb: 'get', resource: 'leases', group: 'coordination.k8s.io', namespace: app },
-    { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: app },
-    { verb: 'create', resource: 'roles', group: 'rbac.authorization.k8s.io', namespace: app },
-    { verb: 'create', resource: 'rolebindings', group: 'rbac.authorization.k8s.io', namespace: app },
   ];
   const mustNot: AccessCheck[] = [
     // The cluster itself.
@@ -705,9 +697,8 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'escalate', resource: 'clusterroles', group: 'rbac.authorization.k8s.io' },
     { verb: 'bind', resource: 'clusterroles', group: 'rbac.authorization.k8s.io' },
     { verb: 'create', resource: 'clusterrolebindings', group: 'rbac.authorization.k8s.io' },
-    { verb: 'escalate', resource: 'roles', group: 'rbac.authorization.k8s.io', namespace: app },
-    { verb: 'bind', resource: 'roles', group: 'rbac.authorization.k8s.io', namespace: app },
-    { verb: 'update', resource: 'roles', group: 'rbac.authorization.k8s.io', namespace: app },
+    { verb: 'create', resource: 'rolebindings', group: 'rbac.authorization.k8s.io', namespace: app },
+    { verb: 'create', resource: 'roles', group: 'rbac.authorization.k8s.io', namespace: NAMESPACE },
     { verb: 'impersonate', resource: 'users' },
     { verb: 'impersonate', resource: 'serviceaccounts', namespace: app },
     { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: app },

@@ -444,8 +444,14 @@ export function desiredChildren(
   if (createdStorageSize && claim) claim['storage'] = createdStorageSize;
   return [
     { type: Kinds.ServiceAccount, name: n.serviceAccount, object: desiredServiceAccount(db, agentImage) },
-    { type: Kinds.Role, name: n.agentRole, object: desiredAgentRole(db, agentImage) },
-    { type: Kinds.RoleBinding, name: n.agentRole, object: desiredAgentRoleBinding(db, agentImage) },
+    // Only with the agent image: the controller owns (watches) these kinds only then (see
+    // INSTANCE_AGENT_RBAC). For an engine without an agent, they are deleted if present.
+    ...(agentImage
+      ? [
+          { type: Kinds.Role, name: n.agentRole, object: desiredAgentRole(db, agentImage) },
+          { type: Kinds.RoleBinding, name: n.agentRole, object: desiredAgentRoleBinding(db, agentImage) },
+        ]
+      : []),
     { type: Kinds.ConfigMap, name: n.config, object: desiredConfigMap(db) },
     { type: Kinds.Service, name: n.headlessService, object: services.headless },
     { type: Kinds.Service, name: n.clientService, object: services.client },

@@ -35,7 +35,7 @@ export { createdClaimSize, desiredChildren, generatedCredentials, type DesiredCh
 export { computeStatus, observedFrom, type Observed } from './status.ts';
 export { ENGINE_VERSIONS, OFFICIAL_IMAGES, RESERVED_PARAMETERS } from './versions.ts';
 export { MAX_NAME_LENGTH, childNames } from './names.ts';
-export { DATABASE_RBAC, DATABASE_BACKUP_RBAC } from './rbac.ts';
+export { DATABASE_RBAC, DATABASE_BACKUP_RBAC, INSTANCE_AGENT_RBAC } from './rbac.ts';
 export { setupDatabaseWebhooks } from './webhook.ts';
 export { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
 export { setupDatabaseBackupController, BACKUP_CONTROLLER_NAME } from './backup/controller.ts';
@@ -85,8 +85,6 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
     .owns(Kinds.Service)
     .owns(Kinds.ConfigMap)
     .owns(Kinds.ServiceAccount)
-    .owns(Kinds.Role)
-    .owns(Kinds.RoleBinding)
     .owns(Kinds.PodDisruptionBudget)
     .owns(Kinds.CronJob)
     .owns(SecretMetadata)
@@ -97,6 +95,9 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
     )
     .watches(PodMetadata, byInstance)
     .watches(Kinds.Job, byInstance);
+  // The agents' Role and RoleBinding, only where the agent runs: their RBAC is not in the base
+  // ClusterRole (INSTANCE_AGENT_RBAC), and an informer without it would never sync.
+  if (options.instanceAgentImage) builder.owns(Kinds.Role).owns(Kinds.RoleBinding);
   if (backupsWatched)
     builder
       // A DatabaseBackup that finishes moves BackupSucceeded; one that succeeds lets a restore from it start.

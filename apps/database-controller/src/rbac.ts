@@ -25,17 +25,6 @@ export const DATABASE_RBAC: readonly V1PolicyRule[] = [
   // The read-only Service goes away when replicas drop to 1.
   { apiGroups: [''], resources: ['services'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['list', 'watch', 'create', 'patch'] },
-  // Where the instance agent runs (--instance-agent-image): a Role and RoleBinding per Database let
-  // its Pods read and renew their primary Lease, and go when the agent is turned off.
-  {
-    apiGroups: ['rbac.authorization.k8s.io'],
-    resources: ['roles', 'rolebindings'],
-    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
-  },
-  // The primary Lease: created without a holder, read each reconcile (not cached: its renewals
-  // every 2 s would be events for nothing), and rewritten to name each promoted instance. Holding
-  // get and update is also what lets the manager grant them in the agents' Role.
-  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   // get: the topology ConfigMap (which instance is the primary) is read from the API server, never
   // from a cache that may be a moment behind the manager's own last change of it.
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
@@ -78,4 +67,25 @@ export const DATABASE_BACKUP_RBAC: readonly V1PolicyRule[] = [
   // create: the Database controller makes one per slot of spec.backup.schedule (backup/schedule.ts).
   { apiGroups: ['regulon.dev'], resources: ['databasebackups'], verbs: ['list', 'watch', 'create'] },
   { apiGroups: ['regulon.dev'], resources: ['databasebackups/status'], verbs: ['patch'] },
+];
+
+/**
+ * What the controller needs beyond DATABASE_RBAC when it runs the instance
+ * agent (--instance-agent-image). Not in the generated ClusterRole: Leases
+ * granted cluster-wide reach the control plane's own (kube-system's leader
+ * elections, kube-node-lease's heartbeats), so an installation that turns the
+ * agent on grants these in an overlay (deploy/README.md).
+ * - roles, rolebindings: per Database, the agents' right to read and renew
+ *   their one primary Lease (RBAC lets the manager grant only what it holds);
+ * - leases: the primary Lease, created without a holder, read each reconcile
+ *   (not cached: its renewals every 2 s would be events for nothing), and
+ *   rewritten to name each promoted instance.
+ */
+export const INSTANCE_AGENT_RBAC: readonly V1PolicyRule[] = [
+  {
+    apiGroups: ['rbac.authorization.k8s.io'],
+    resources: ['roles', 'rolebindings'],
+    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+  },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
 ];
