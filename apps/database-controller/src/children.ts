@@ -173,6 +173,7 @@ function underAgent(
       command: agentCommand({
         lease: childNames(db).primaryLease,
         roleCommand: agent.roleCommand,
+        quorumCommand: agent.quorumCommand,
         engine: [...(container.command ?? []), ...(container.args ?? [])],
       }),
       args: undefined,

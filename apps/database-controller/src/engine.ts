@@ -101,8 +101,10 @@ export interface EngineBehaviour {
   readonly keepsRecoverySecret: boolean;
   /**
    * What the instance agent asks the engine, where its Pods run under the agent (see
-   * @regulon/instance-agent): a shell command printing `primary` or `replica`. Undefined:
-   * its Pods run without the agent, and only the kubelet ends a primary's role.
+   * @regulon/instance-agent): a shell command printing `primary` or `replica`, and one printing
+   * how many instances are in touch with a primary ("IN_TOUCH MEMBERS"), which keeps it serving
+   * through an API-server outage while a majority is (without it, a lost Lease always fences).
+   * Undefined: its Pods run without the agent, and only the kubelet ends a primary's role.
    */
-  readonly agent: { roleCommand: string } | undefined;
+  readonly agent: { roleCommand: string; quorumCommand?: string | undefined } | undefined;
 }

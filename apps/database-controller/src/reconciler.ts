@@ -101,7 +101,9 @@ export function reconcileDatabase(
     // created here; changes are the replication plan's, never a re-render.
     if (!recorded) await ctx.apply([topologyConfigMap(db, topology)]);
     // The primary Lease too: the agents may only read and renew it (see agentRules).
-    const lease = runsAgent(db, agentImage) ? { read: await ensurePrimaryLease(db, ctx) } : undefined;
+    const lease = runsAgent(db, agentImage)
+      ? { read: await ensurePrimaryLease(db, ctx), failsafe: engine.agent?.quorumCommand !== undefined }
+      : undefined;
     await ctx.apply(children.flatMap((c) => (c.object ? [c.object] : [])));
     for (const c of children) if (!c.object) await ctx.delete(c.type, c.name);
     const { view, requeueAfter } = await reconcileReplication(

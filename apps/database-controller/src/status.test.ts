@@ -225,11 +225,11 @@ test('with an object store, BackupSucceeded and lastBackup follow the latest fin
 });
 
 /** A 3-instance postgres Database whose StatefulSet settled, and its status for these members, by the real plan(). */
-function replicatedStatus(members: Member[]) {
+function replicatedStatus(members: Member[], updatedReplicas = 3) {
   const db = databaseWith('postgres', {});
   db.spec.replicas = 3;
   const sts = settled(db);
-  sts.status = { ...sts.status!, replicas: 3, readyReplicas: 3, updatedReplicas: 3 };
+  sts.status = { ...sts.status!, replicas: 3, readyReplicas: 3, updatedReplicas };
   const topology = { primary: 'd-0', initialized: true, since: undefined };
   const decided = plan({
     replicas: 3,
@@ -387,4 +387,15 @@ test('the dump CronJob exists only for backups enabled without an object store, 
     undefined,
   );
   assert.equal(cron({ enabled: true, schedule: '0 4 * * *', historyLimit: 3 })?.spec?.schedule, '0 4 * * *');
+});
+
+test('while the StatefulSet is not rolled out, the Ready message counts the instances that serve their role, not the Pods the kubelet calls ready', () => {
+  // d-2: the old primary on a lost node, its Pod Ready until the node controller notices, its server unreachable.
+  const s = replicatedStatus(
+    [instance(0, pgServer(true, 1000n)), instance(1, pgServer(false, 1000n)), instance(2, undefined)],
+    2,
+  );
+  assert.equal(condition(s, 'Ready')?.status, 'False');
+  assert.equal(condition(s, 'Ready')?.reason, 'ReplicasNotReady');
+  assert.equal(condition(s, 'Ready')?.message, '2/3 replicas ready: d-2 not replicating from d-0');
 });

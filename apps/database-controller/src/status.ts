@@ -151,7 +151,15 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
         'AllReplicasReady',
         `${serving}/${db.spec.replicas} replicas ready, running ${db.spec.version}${r?.plan.unobserved.length ? " (the kubelet's word: the manager cannot reach them)" : ''}`,
       );
-    else set('Ready', 'False', 'ReplicasNotReady', `${ready}/${db.spec.replicas} replicas ready`);
+    else
+      set(
+        'Ready',
+        'False',
+        'ReplicasNotReady',
+        // Replicated: the instances that serve their role, not the Pods the kubelet calls ready (a
+        // lost node's Pods read Ready until the node controller notices, and replicate nothing).
+        `${serving}/${db.spec.replicas} replicas ready${behind.length ? `: ${behind.join(', ')} not replicating from ${primary}` : ''}`,
+      );
   }
   if (r?.replicated) {
     const reach = reachabilityCondition(r.plan);

@@ -87,6 +87,9 @@ export const RESERVED_PARAMETERS = {
     'wal_level',
     'hot_standby',
     'wal_log_hints',
+    // How fast a replication connection to a lost peer ends, which failover's timing relies on.
+    'wal_receiver_timeout',
+    'wal_sender_timeout',
     // Shell commands the server runs: whoever may edit a Database would run
     // commands beside its credentials without being allowed to read them.
     'archive_command',

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -8,6 +8,7 @@ import { parseAllDocuments } from 'yaml';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.ts';
 import { adminRequest } from './http.ts';
 import { REAL_NODE_LABEL } from './node-config.ts';
+import { isAlive } from './process.ts';
 import { stopRealNode } from './real-node.ts';
 import { SECOND_NODE, secondNodeDir } from './second-node.ts';
 
@@ -75,6 +76,7 @@ export class TestEnv {
    */
   async stopSecondRealNode(): Promise<void> {
     const problems = await stopRealNode(secondNodeDir(this.controlPlane.state.dir));
+    releaseSecondNode(this.controlPlane.state.dir);
     const removed = await this.kubectl([
       'delete',
       'node',
@@ -244,6 +246,7 @@ export async function start(options: TestEnvOptions = {}): Promise<TestEnv> {
   const shared = options.own ? undefined : process.env[STATE_DIR_ENV];
   if (shared && ControlPlane.exists(shared)) {
     const cp = ControlPlane.attach(shared, log);
+    if (options.realNodes === 2) await takeSecondNode(shared, log);
     if ((options.realNodes ?? 0) > 0) await cp.ensureRealNode(undefined, options.realNodes);
     return new TestEnv(cp, false);
   }
@@ -256,6 +259,57 @@ export async function start(options: TestEnvOptions = {}): Promise<TestEnv> {
 }
 
 /**
+ * The second real node belongs to one test file of a run at a time: a file
+ * that loses it, or stops it at its end, must not pull it from under another
+ * file's Pods (the files of different projects run at once). The owner is the
+ * process whose pid the file names; a file whose owner has ended is taken
+ * over. Given back by `stopSecondRealNode()`.
+ */
+const SECOND_NODE_OWNER = 'second-node.owner';
+const SECOND_NODE_WAIT_MS = 30 * 60_000;
+
+async function takeSecondNode(controlPlaneDir: string, log?: (line: string) => void): Promise<void> {
+  const file = join(controlPlaneDir, SECOND_NODE_OWNER);
+  const deadline = Date.now() + SECOND_NODE_WAIT_MS;
+  let told = false;
+  for (;;) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    let owner = Number.NaN;
+    try {
+      owner = Number(readFileSync(file, 'utf8'));
+    } catch {
+      continue; // given back meanwhile
+    }
+    if (owner === process.pid) return;
+    if (!Number.isInteger(owner) || !isAlive(owner)) {
+      rmSync(file, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline)
+      throw new Error(
+        `testenv: the second real node stayed with process ${owner} for ${SECOND_NODE_WAIT_MS} ms`,
+      );
+    if (!told) log?.(`waiting for process ${owner} to give the second real node back`);
+    told = true;
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+  }
+}
+
+function releaseSecondNode(controlPlaneDir: string): void {
+  const file = join(controlPlaneDir, SECOND_NODE_OWNER);
+  try {
+    if (Number(readFileSync(file, 'utf8')) === process.pid) rmSync(file, { force: true });
+  } catch {
+    // Nobody owned it.
+  }
+}
+
+/**
  * The annotations that pin a namespace's Pods to the real node (see
  * `newNamespace({ realNode: true })`), for a namespace created some other
  * way, e.g. by `kubectl apply` of a manifest.
@@ -265,6 +319,22 @@ export function realNodeNamespaceAnnotations(): Record<string, string> {
     'scheduler.alpha.kubernetes.io/node-selector': `${REAL_NODE_LABEL}=true`,
     'scheduler.alpha.kubernetes.io/defaultTolerations': JSON.stringify([
       { key: REAL_NODE_LABEL, operator: 'Exists', effect: 'NoSchedule' },
+    ]),
+  };
+}
+
+/**
+ * The annotations that send the Pods a namespace creates from now on to the
+ * second real node alone (its name selected, both nodes' taints tolerated):
+ * for a node-loss test that places one instance there. Admission applies a
+ * namespace's annotations when a Pod is created; Pods already running stay.
+ */
+export function secondRealNodeNamespaceAnnotations(): Record<string, string> {
+  return {
+    'scheduler.alpha.kubernetes.io/node-selector': `${REAL_NODE_LABEL}=true,kubernetes.io/hostname=${SECOND_NODE.name}`,
+    'scheduler.alpha.kubernetes.io/defaultTolerations': JSON.stringify([
+      { key: REAL_NODE_LABEL, operator: 'Exists', effect: 'NoSchedule' },
+      { key: SECOND_NODE.taint, operator: 'Exists', effect: 'NoSchedule' },
     ]),
   };
 }

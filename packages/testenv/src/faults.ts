@@ -3,6 +3,7 @@
 // reachable, as a manager on the wrong side of a partition; a process cut off
 // from the API server; and the loss of the second real node (its kubelet
 // stopped, its Pods cut off).
+import { readdirSync, readlinkSync } from 'node:fs';
 import { sh } from './host.ts';
 import { SECOND_NODE, secondRealNodeState } from './second-node.ts';
 
@@ -58,6 +59,61 @@ function dropFromGroup(gid: number, match: string[]): Partition {
       sh('iptables', ['-w', '-D', ...rule]);
     },
   };
+}
+
+/**
+ * Cuts a Pod on a real node off from `addresses` alone, e.g. the API server's
+ * Service and endpoint addresses: every packet between them is dropped, the
+ * rest flows. The Pod is named by the host PID of any of its processes (its
+ * containers share its sandbox's network namespace). The rules live in that
+ * namespace, so they go with the sandbox; `heal()` removes them sooner.
+ */
+export function cutPodOffFrom(pid: number, addresses: readonly string[]): Partition {
+  return podRules(
+    pid,
+    addresses.flatMap((ip) => [
+      ['INPUT', '-s', ip, '-j', 'DROP'],
+      ['OUTPUT', '-d', ip, '-j', 'DROP'],
+    ]),
+  );
+}
+
+/** Appends `rules` to the filter table of the network namespace of process `pid`, until heal(). */
+function podRules(pid: number, rules: string[][]): Partition {
+  // The namespace's identity: `pid` may end (a fence) while the rules stay.
+  const netns = readlinkSync(`/proc/${pid}/ns/net`);
+  const ipt = (inNs: number, ...args: string[]) =>
+    sh('nsenter', [`--net=/proc/${inNs}/ns/net`, 'iptables', '-w', ...args]);
+  for (const rule of rules) ipt(pid, '-A', ...rule);
+  let healed = false;
+  return {
+    heal() {
+      if (healed) return;
+      healed = true;
+      // Through any process still in that namespace; none left: the rules went with it.
+      const inNs = findProcessInNetns(netns);
+      if (inNs === undefined) return;
+      for (const rule of rules)
+        try {
+          ipt(inNs, '-D', ...rule);
+        } catch {
+          // Gone with the Pod meanwhile.
+        }
+    },
+  };
+}
+
+/** A process in the network namespace `link` (as readlink /proc/PID/ns/net prints it), if any. */
+function findProcessInNetns(link: string): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readlinkSync(`/proc/${entry}/ns/net`) === link) return Number(entry);
+    } catch {
+      // Ended, or not ours to read.
+    }
+  }
+  return undefined;
 }
 
 /** Why this process cannot make the partitions above, or undefined when it can. */

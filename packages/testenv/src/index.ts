@@ -3,6 +3,7 @@ export {
   TestEnv,
   STATE_DIR_ENV,
   realNodeNamespaceAnnotations,
+  secondRealNodeNamespaceAnnotations,
   type TestEnvOptions,
   type CustomResourceDefinition,
   type KubectlResult,
@@ -42,6 +43,7 @@ export {
   cutOffFromApiServer,
   faultsUnsupported,
   loseSecondRealNode,
+  cutPodOffFrom,
   type Partition,
   type NodeLoss,
 } from './faults.ts';

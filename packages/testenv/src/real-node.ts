@@ -353,20 +353,23 @@ export function containerdRootDir(node: 'node' | 'node1' = 'node'): string {
 }
 
 /**
- * Imports more images into the running real node of the control plane in
- * `controlPlaneDir`: archives built outside tools/images, such as the manager
- * image. An archive already loaded under its ref is not imported again.
+ * Imports more images into every running real node of the control plane in
+ * `controlPlaneDir` (the second one too, when it runs): archives built outside
+ * tools/images, such as the manager image. An archive already loaded under its
+ * ref is not imported again.
  */
 export function loadImagesIntoRealNode(
   controlPlaneDir: string,
   images: Array<Pick<ImageArchive, 'ref' | 'archive'>>,
   log: (line: string) => void = () => {},
 ): void {
-  const dir = nodeDir(controlPlaneDir);
   if (!realNodeState(controlPlaneDir)) throw new Error(`testenv: no real node runs for ${controlPlaneDir}`);
-  const socket = join(dir, 'containerd', 'containerd.sock');
-  const ctr = (...args: string[]) => sh('ctr', ['--address', socket, '-n', 'k8s.io', ...args]);
-  loadImages(ctr, images, { containerdRoot: containerdRootDir() }, log);
+  for (const node of ['node', SECOND_NODE_DIR] as const) {
+    if (!realNodeState(controlPlaneDir, node)) continue;
+    const socket = join(controlPlaneDir, node, 'containerd', 'containerd.sock');
+    const ctr = (...args: string[]) => sh('ctr', ['--address', socket, '-n', 'k8s.io', ...args]);
+    loadImages(ctr, images, { containerdRoot: containerdRootDir(node) }, log);
+  }
 }
 
 /** Imports each image whose archive (named by its content hash) is not the one already loaded. */

@@ -87,3 +87,37 @@ test("the primary's last answer: refreshed while it answers writable, kept while
     'the role back on db-0: its answer from before is not trusted',
   );
 });
+
+test('out of touch: since first seen answering as a standby that follows no primary; forgotten once it follows one or does not answer', () => {
+  const memory = new ReplicationMemory();
+  const server = (extra: Partial<Server>): Server => ({
+    writable: false,
+    systemId: 's',
+    timeline: 1,
+    lsn: 10n,
+    replayLsn: 10n,
+    streaming: false,
+    ...extra,
+  });
+  const at = (now: number, s: Server | undefined) =>
+    memberOf({
+      name: 'db-1',
+      ordinal: 1,
+      pod: pod({}),
+      server: s,
+      memory,
+      key: 'uid/db-1',
+      now,
+      outdated: false,
+    }).outOfTouchSince;
+  assert.equal(at(NOW, server({ streaming: true })), undefined, 'streaming: in touch');
+  assert.equal(at(NOW + 1_000, server({})), NOW + 1_000);
+  assert.equal(at(NOW + 5_000, server({})), NOW + 1_000, 'counted from the first sight');
+  assert.equal(at(NOW + 6_000, undefined), undefined, 'no answer: it may be in touch');
+  assert.equal(at(NOW + 7_000, server({})), NOW + 7_000, 'counted afresh');
+  assert.equal(
+    at(NOW + 8_000, server({ writable: true })),
+    undefined,
+    'a primary is no standby out of touch',
+  );
+});

@@ -17,6 +17,7 @@ export class ReplicationMemory {
   readonly #troubleSince = new Map<string, number>();
   readonly #lastAnswer = new Map<string, { primary: string; seen: PrimaryAnswer }>();
   readonly #leases = new Map<string, PrimaryLeaseView>();
+  readonly #outOfTouchSince = new Map<string, number>();
   readonly #clock: Clock;
 
   constructor(clock: Clock = realClock) {
@@ -44,6 +45,23 @@ export class ReplicationMemory {
   }
   clearTrouble(key: string): void {
     this.#troubleSince.delete(key);
+  }
+
+  /**
+   * Since when (first seen) instance `key` has answered as a standby that
+   * follows no primary, or undefined when it answers following one, or does
+   * not answer: an instance this manager cannot see may still be in touch
+   * with the primary.
+   */
+  outOfTouch(key: string, server: Server | undefined, now: number): number | undefined {
+    if (!server || server.writable || server.streaming) {
+      this.#outOfTouchSince.delete(key);
+      return undefined;
+    }
+    const t = this.#outOfTouchSince.get(key);
+    if (t !== undefined) return t;
+    this.#outOfTouchSince.set(key, now);
+    return now;
   }
 
   /**
@@ -157,6 +175,7 @@ export function memberOf(o: {
     troubleSince,
     label: roleLabel(meta?.labels?.[ROLE_LABEL]),
     server,
+    outOfTouchSince: memory.outOfTouch(key, server, now),
     outdated: o.outdated,
   };
 }

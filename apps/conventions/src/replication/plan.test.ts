@@ -549,6 +549,58 @@ describe('replication plan', () => {
       );
     });
 
+    test('an old primary that may keep serving in failsafe: promoted only once it cannot reach a majority', () => {
+      const moved = { primary: 'db-1', initialized: true, since: NOW - 20_000 };
+      // Fenced by Pod deletion already, on a lost node: its object stays.
+      const stuck = member(0, undefined, {
+        ready: true,
+        troubleSince: undefined,
+        deleting: true,
+        deletionGraceSeconds: 1,
+        deletingSince: NOW - 15_000,
+      });
+      const out = (ordinal: number, sinceMs: number) =>
+        member(ordinal, standby(1000n, { streaming: false }), { outOfTouchSince: NOW - sinceMs });
+      const failsafe = { topology: moved, primaryLease: expired('db-0'), primaryFailsafe: true };
+      // Both standbys out of touch with db-0 for the margin: db-0 has 1 of 3, no majority, and fenced.
+      const clear = plan(input([stuck, out(1, 8_000), out(2, 9_000)], failsafe));
+      assert.equal(clear.step?.kind, 'promote');
+      // db-2 still streams (from db-0, the only primary there was): db-0 may serve with db-2.
+      const following = plan(input([stuck, out(1, 9_000), member(2, standby(990n))], failsafe));
+      assert.equal(following.step, undefined);
+      assert.match(following.waiting ?? '', /db-2 may still be in touch with it/);
+      assert.equal(following.recheckInMs, undefined);
+      // db-2 unseen by this manager: it may be in touch all the same.
+      const unseen = member(2, undefined, { ready: true, troubleSince: undefined, label: 'replica' });
+      assert.equal(plan(input([stuck, out(1, 9_000), unseen], failsafe)).step, undefined);
+      // Out for less than the margin: db-0 may not have noticed yet; asked again when the margin ends.
+      const recent = plan(input([stuck, out(1, 9_000), out(2, 3_000)], failsafe));
+      assert.equal(recent.step, undefined);
+      assert.equal(recent.recheckInMs, 5_000);
+      // db-2's Pod gone: no engine runs there.
+      const gone = member(2, undefined, { uid: undefined, ready: false, troubleSince: NOW - 20_000 });
+      assert.equal(plan(input([stuck, out(1, 9_000), gone], failsafe)).step?.kind, 'promote');
+      // Five instances: three of the four others out leave db-0 two of five.
+      const five = [stuck, out(1, 9_000), out(2, 9_000), out(3, 9_000), member(4, standby(990n))];
+      assert.equal(plan(input(five, { ...failsafe, replicas: 5 })).step?.kind, 'promote');
+      const fiveTwo = [
+        stuck,
+        out(1, 9_000),
+        out(2, 9_000),
+        member(3, standby(990n)),
+        member(4, standby(990n)),
+      ];
+      assert.equal(plan(input(fiveTwo, { ...failsafe, replicas: 5 })).step, undefined);
+      // Without failsafe, or with the Lease released (its agent stepped down): no such wait.
+      const streaming = [stuck, out(1, 9_000), member(2, standby(990n))];
+      assert.equal(plan(input(streaming, { ...failsafe, primaryFailsafe: false })).step?.kind, 'promote');
+      assert.equal(
+        plan(input(streaming, { ...failsafe, primaryLease: { state: 'free', resourceVersion: '9' } })).step
+          ?.kind,
+        'promote',
+      );
+    });
+
     test('a Lease that could not be read keeps everything still; a free one lets the promotion through', () => {
       const moved = { primary: 'db-1', initialized: true, since: NOW - 20_000 };
       const gone = member(0, undefined, { uid: undefined, ready: false, troubleSince: NOW - 20_000 });

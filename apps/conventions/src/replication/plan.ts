@@ -57,6 +57,11 @@ export interface Member {
   troubleSince: number | undefined;
   /** The role label its Pod carries now: what the Services select, kept while the server is unobserved. */
   label?: Role | undefined;
+  /**
+   * Since when (ms) its server has answered as a standby following no primary (see
+   * ReplicationMemory.outOfTouch); undefined while it follows one, or does not answer.
+   */
+  outOfTouchSince?: number | undefined;
   /** Its Pod runs an older template than the StatefulSet's, and waits for the manager to replace it (OnDelete). */
   outdated?: boolean;
   server: Server | undefined;
@@ -95,7 +100,23 @@ export interface PlanInput {
    * agent that holds it; undefined where they do not, and only the kubelet ends a primary's role.
    */
   primaryLease?: LeaseJudgement | undefined;
+  /**
+   * The agents keep a primary serving without its Lease while a majority of the instances, itself
+   * included, is in touch with it (an API-server outage must not stop a healthy primary). Then a
+   * Lease that expired is not enough: a standby is promoted only once the old primary cannot
+   * have a majority (see failsafeBlocks).
+   */
+  primaryFailsafe?: boolean | undefined;
 }
+
+/**
+ * How long a standby must have been seen following no primary before it counts as out of touch
+ * with the old one. The old primary counts a standby in touch while its replication connection
+ * lives: that ends within the engine's sender timeout of the standby's last reply (postgres:
+ * wal_sender_timeout, 5 s), and the agent asks every second, with a 1 s timeout. So 8 s after a
+ * standby was first seen out, the old primary has seen the same and fenced, if it had to.
+ */
+export const OUT_OF_TOUCH_MARGIN_MS = 8_000;
 
 /** The named primary's last answer, as the manager remembers it. */
 export interface PrimaryAnswer {
@@ -284,7 +305,7 @@ export function plan(input: PlanInput): Plan {
     // Every other Pod started before the name changed, and not confirmed a standby, could still
     // write (a former primary that does not answer): it is stopped, and its Pod gone, first. A Pod
     // is deleted gracefully, so its object goes only once the kubelet has stopped its containers.
-    const blocked = leaseBlocks(input, named.pod);
+    const blocked = leaseBlocks(input, named.pod) ?? failsafeBlocks(input, named.pod);
     if (blocked) {
       result.waiting = blocked.why;
       result.recheckInMs = blocked.inMs;
@@ -417,6 +438,35 @@ function leaseBlocks(input: PlanInput, pod: string): { why: string; inMs?: numbe
       };
     }
   }
+}
+
+/**
+ * Why an old primary in failsafe may still serve, keeping `pod` from being promoted: its Lease
+ * expired, but its agent keeps it up while a majority of the instances (itself included) is in
+ * touch with it. It cannot have one once so many of the others have been out of touch with it for
+ * OUT_OF_TOUCH_MARGIN_MS that at most half the instances remain: itself and the rest, which this
+ * manager either cannot see or sees following it. Two majorities always share an instance, so the
+ * old primary and the promoted one never both serve.
+ */
+function failsafeBlocks(input: PlanInput, pod: string): { why: string; inMs?: number } | undefined {
+  const lease = input.primaryLease;
+  if (!input.primaryFailsafe || lease?.state !== 'expired' || lease.holder === pod) return undefined;
+  const old = lease.holder;
+  const others = input.members.filter((m) => m.pod !== old && m.ordinal < input.replicas);
+  // A Pod that no longer exists runs no engine (its containers stopped before its object went).
+  const out = (m: Member) =>
+    !m.uid || (m.outOfTouchSince !== undefined && input.now - m.outOfTouchSince >= OUT_OF_TOUCH_MARGIN_MS);
+  const maybeInTouch = others.filter((m) => !out(m));
+  if (1 + maybeInTouch.length <= input.replicas / 2) return undefined;
+  const soonest = Math.min(
+    ...maybeInTouch
+      .filter((m) => m.outOfTouchSince !== undefined)
+      .map((m) => m.outOfTouchSince! + OUT_OF_TOUCH_MARGIN_MS - input.now),
+  );
+  return {
+    why: `${old}'s primary Lease expired, but ${maybeInTouch.map((m) => m.pod).join(', ')} may still be in touch with it, which keeps it serving with a majority: ${pod} is promoted once ${old} cannot have one`,
+    ...(Number.isFinite(soonest) ? { inMs: Math.max(1, soonest) } : {}),
+  };
 }
 
 /**

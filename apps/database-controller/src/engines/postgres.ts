@@ -7,6 +7,7 @@ import {
   pgbackrestVolumes,
   postgresContainer,
   postgresFiles,
+  POSTGRES_QUORUM_COMMAND,
   POSTGRES_ROLE_COMMAND,
 } from '../postgres/pod.ts';
 import { REPLICATION_USER } from '../postgres/start-script.ts';
@@ -27,5 +28,5 @@ export const postgres: EngineBehaviour = {
   archiveNeedsStanza: true,
   pointInTimeRecovery: true,
   keepsRecoverySecret: true,
-  agent: { roleCommand: POSTGRES_ROLE_COMMAND },
+  agent: { roleCommand: POSTGRES_ROLE_COMMAND, quorumCommand: POSTGRES_QUORUM_COMMAND },
 };

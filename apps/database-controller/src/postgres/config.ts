@@ -28,6 +28,11 @@ export function postgresOperatorSettings(db: DatabaseObject): Array<[string, str
     ['wal_log_hints', 'on'],
     ['max_wal_senders', '10'],
     ['max_replication_slots', '10'],
+    // A connection to a peer that vanished without a word (its node lost, a partition) ends after
+    // 5 s, not the default minute: until a standby's receiver gives up on the old primary it does not
+    // follow the new one, and a synchronous primary acknowledges nothing without a standby.
+    ['wal_receiver_timeout', `'5s'`],
+    ['wal_sender_timeout', `'5s'`],
   ];
   if (db.spec.replication?.synchronous) settings.push(['synchronous_standby_names', `'ANY 1 (*)'`]);
   // With spec.backup.objectStore: every WAL segment is archived by pgBackRest (backup/pgbackrest.ts).

@@ -67,6 +67,17 @@ export const POSTGRES_ROLE_COMMAND =
   `"select case when pg_is_in_recovery() then 'replica' else 'primary' end"`;
 
 /**
+ * The agent's quorum question (see @regulon/instance-agent): "IN_TOUCH MEMBERS". In touch: this
+ * instance and each standby whose replication connection streams now, which ends within
+ * wal_sender_timeout (5 s) of the standby's last reply; no clocks are compared. Members: this
+ * instance and one per replication slot the primary keeps, one for each other instance.
+ */
+export const POSTGRES_QUORUM_COMMAND =
+  'PGPASSWORD="$SUPERUSER_PASSWORD" psql -h 127.0.0.1 -U "$SUPERUSER" -d postgres -tAXc ' +
+  `"select (1 + (select count(*) from pg_stat_replication where state = 'streaming')) || ' ' || ` +
+  `(1 + (select count(*) from pg_replication_slots where starts_with(slot_name::text, 'regulon_')))"`;
+
+/**
  * The postgres container: the start script decides, from the topology and
  * its peers, whether to initialise, clone, rewind, and run as primary or
  * standby. Ready means it answers a query with the credentials it was given;

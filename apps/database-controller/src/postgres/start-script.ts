@@ -207,8 +207,11 @@ else
 fi
 say "starting as the $role"
 rm -f ${STARTING_MARKER}
+# connect_timeout: a connect to a primary that vanished without a word (a lost node) is given up
+# after 5 s, not the kernel's two minutes of SYN retries; the next goes through the client Service,
+# which by then selects the new primary.
 exec postgres -D "$PGDATA" -c config_file=${CONFIG_MOUNT}/postgresql.conf -c data_directory="$PGDATA" \\
-  -c primary_conninfo="host=$PRIMARY_HOST port=5432 user=${REPLICATION_USER} passfile=$PGPASSFILE application_name=$POD_NAME dbname=postgres" \\
+  -c primary_conninfo="host=$PRIMARY_HOST port=5432 user=${REPLICATION_USER} passfile=$PGPASSFILE application_name=$POD_NAME dbname=postgres connect_timeout=5" \\
   -c primary_slot_name="regulon_\${POD_NAME//-/_}"
 `;
 }

@@ -91,7 +91,7 @@ export async function reconcileReplication(
   memory: ReplicationMemory,
   driver: InstanceDriver | undefined,
   now = Date.now(),
-  lease?: { read: PrimaryLease },
+  lease?: { read: PrimaryLease; failsafe: boolean },
 ): Promise<{ view: ReplicationView; requeueAfter: number | undefined }> {
   const ns = db.metadata.namespace!;
   const instances = instanceCount(db, topology);
@@ -163,6 +163,7 @@ export async function reconcileReplication(
     switchoverTo,
     lastAnswer: memory.lastAnswer(db.metadata.uid!, topology.primary, members),
     primaryLease,
+    primaryFailsafe: lease?.failsafe,
   });
   // A single instance serves reads too: it is the primary, and no read-only Service exists.
   await applyRoleLabels(ctx, db.metadata.namespace!, byName, decided.roles, ROLE_LABEL);

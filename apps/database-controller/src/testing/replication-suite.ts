@@ -19,8 +19,11 @@ import { ImageCatalog } from '@regulon/image-catalog';
 import { type Manager, type Condition, testManager } from '@regulon/runtime';
 import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
 import {
+  cutOffFromApiServer,
   cutOffFromPods,
+  cutPodOffFrom,
   eventually,
+  type Partition,
   loadImagesIntoRealNode,
   localImageCatalog,
   start,
@@ -107,6 +110,12 @@ export function podPids(podUid: string, matches: (argv: string[]) => boolean): n
   return found;
 }
 
+/**
+ * A Pod's sandbox process, which holds its network namespace: the real node's pause image runs
+ * catatonit in pause mode (tools/images/recipes/pause.sh); Kubernetes' own runs /pause.
+ */
+export const isSandbox = (argv: string[]): boolean => /(^|\/)(pause|catatonit)$/.test(argv[0] ?? '');
+
 const cond = (db: DatabaseObject, type: string): Condition | undefined =>
   db.status?.conditions?.find((c) => c.type === type);
 const EndpointSlices: ResourceType<V1EndpointSlice> = Object.freeze({
@@ -131,6 +140,8 @@ const gone = (read: () => Promise<unknown>) => () =>
  * iptables rule is removed when its own scenario heals. The Cache suite has its own.
  */
 const CUT_OFF_GIDS: Record<WorkloadEngine, number> = { postgres: 64_242, mariadb: 64_243 };
+/** How long the API server is out of everyone's reach (the issue's 60 s: six renew deadlines). */
+const API_OUTAGE_MS = 60_000;
 /** The Database under test fails over after this long (spec.replication.failoverDelaySeconds). */
 const FAILOVER_DELAY_S = 5;
 
@@ -478,6 +489,98 @@ export function describeReplication(e: EngineUnderTest): void {
       }
     });
 
+    test('the API server unreachable for 60 s from the manager and every instance: nothing fails over or stops, writes go on, the primary Lease comes back to the primary', async (t) => {
+      // Without the agent nothing in the Pods talks to the API server: the manager-cut-off scenario covers it.
+      if (!e.instanceAgent)
+        return t.skip('no instance agent: the instances never ask the API server anything');
+      const before = await until('healthy before the outage', healthy);
+      const primary = before.status!.currentPrimary!;
+      // What the Pods dial for the API server: the kubernetes Service, and the addresses behind it.
+      const api = await client.resource(Kinds.Service).get('kubernetes', { namespace: 'default' });
+      const apiAddresses = [
+        api.spec!.clusterIP!,
+        ...(
+          await client
+            .resource(EndpointSlices)
+            .list({ namespace: 'default', labelSelector: 'kubernetes.io/service-name=kubernetes' })
+        ).items.flatMap((sl) => sl.endpoints?.flatMap((x) => x.addresses) ?? []),
+      ];
+      mgr.stop();
+      await running;
+      const child = startManagerProcess(
+        new URL('./manager-process.ts', import.meta.url),
+        {
+          kubeconfigPath: env.kubeconfigPath,
+          namespace: ns,
+          options: { catalog: catalogDocument, instanceAgentImage: agentImage },
+        },
+        CUT_OFF_GIDS[engine],
+      );
+      const cuts: Partition[] = [];
+      const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
+      let cutAt = 0;
+      let healedAt = 0;
+      let server: number | undefined;
+      try {
+        await sampler.waitForRound('one writable instance', (r) => r.writable.join() === primary, 30_000);
+        const primaryUid = (await pods().get(primary, { namespace: ns })).metadata!.uid!;
+        server = serverPid(primaryUid, e.isServer);
+        assert.ok(server, `the server process of ${primary}`);
+        cuts.push(cutOffFromApiServer(CUT_OFF_GIDS[engine], env.server));
+        for (const p of before.status!.instances!) {
+          const uid = (await pods().get(p.name, { namespace: ns })).metadata!.uid!;
+          const sandbox = podPids(uid, isSandbox)[0];
+          assert.ok(sandbox, `the sandbox of ${p.name}`);
+          cuts.push(cutPodOffFrom(sandbox, apiAddresses));
+        }
+        cutAt = Date.now();
+        // Past the renew deadline the primary's agent has lost its Lease: it serves on, in touch with
+        // both standbys. Acknowledgements 60 s into the outage are the proof.
+        await explained(writer!.waitForAckAfter(cutAt + API_OUTAGE_MS, API_OUTAGE_MS + 30_000));
+        for (const cut of cuts) cut.heal();
+        healedAt = Date.now();
+        // The holder's name outlives an expired Lease: what shows the agent holds it again is a renewal
+        // stamped after the healing (its clock is this machine's).
+        await explained(
+          eventually(`${primary} renews the primary Lease again`, async () => {
+            const lease = await client.resource(Kinds.Lease).get(`${NAME}-primary`, { namespace: ns });
+            const renewed = new Date(lease.spec?.renewTime ?? 0).getTime();
+            return lease.spec?.holderIdentity === primary && renewed >= healedAt;
+          }),
+        );
+        const regained = Date.now() - healedAt;
+        await until(
+          'healthy, the same primary',
+          (db) => healthy(db) && db.status?.currentPrimary === primary,
+        );
+        const summary = await sampler.stop();
+        assert.deepEqual(summary.writableSequence, [primary], 'the primary never moved or stopped');
+        assert.equal(summary.maxWritableAtOnce, 1);
+        const uid = (await pods().get(primary, { namespace: ns })).metadata!.uid!;
+        assert.equal(
+          serverPid(uid, e.isServer),
+          server,
+          `${primary}'s server ran throughout, never restarted`,
+        );
+        const outages = (await writer!.outages()).filter((o) => o.toMs >= cutAt && o.fromMs <= healedAt);
+        const longest = Math.max(0, ...outages.map((o) => o.durationMs));
+        assert.ok(longest < FAILOVER_DELAY_S * 1000, `no write outage: the longest gap was ${longest} ms`);
+        const reasons = await reasonsSince(cutAt);
+        for (const moved of ['FailoverStarted', 'Fencing', 'Promoted'])
+          assert.ok(!reasons.includes(moved), `no ${moved}: ${reasons.join(', ')}`);
+        const during = (await writer!.log()).acks.filter((a) => a.atMs >= cutAt && a.atMs <= healedAt).length;
+        t.diagnostic(
+          `API server unreachable for ${((healedAt - cutAt) / 1000).toFixed(1)} s: ${during} writes acknowledged meanwhile, longest gap ${longest} ms; ` +
+            `the Lease named ${primary} again ${(regained / 1000).toFixed(1)} s after; two-writable samples ${summary.splitBrainRounds.length} of ${summary.rounds}`,
+        );
+      } finally {
+        for (const cut of cuts) cut.heal();
+        await sampler.stop().catch(() => {});
+        await stopManagerProcess(child);
+        startManager();
+      }
+    });
+
     /** The namespace's Events between two moments, as `+seconds object reason: message`. */
     const timeline = async (fromMs: number, toMs: number) => {
       const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
@@ -683,7 +786,7 @@ export function describeReplication(e: EngineUnderTest): void {
 
     test("the primary's processes hung (SIGSTOP) under write load: its readiness fails, a replica takes over, never two writable", async (t) => {
       // A hang the kubelet does not report as a crash: the container runs, the server answers no one.
-      // Every process of the Pod but the sandbox's pause is stopped; the fence's kill ends them.
+      // Every process of the Pod but its sandbox is stopped; the fence's kill ends them.
       let hung: number[] = [];
       try {
         const { lost } = await underLoad(
@@ -691,7 +794,7 @@ export function describeReplication(e: EngineUnderTest): void {
           'primary hung',
           async (primary) => {
             const p = await pods().get(primary, { namespace: ns });
-            hung = podPids(p.metadata!.uid!, (argv) => !/(^|\/)pause$/.test(argv[0] ?? ''));
+            hung = podPids(p.metadata!.uid!, (argv) => !isSandbox(argv));
             assert.ok(hung.length > 0, `the processes of ${primary}`);
             for (const pid of hung) process.kill(pid, 'SIGSTOP');
           },

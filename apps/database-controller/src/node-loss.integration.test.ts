@@ -1,0 +1,264 @@
+// A lost node fails over: real PostgreSQL with the instance agent on the
+// machine's two real nodes, synchronous replication, the primary alone on the
+// second node and its two standbys on the first. The second node is lost the
+// way a node is lost (kubelet stopped, every packet to and from it dropped):
+// nothing confirms the primary's end, and its Pod object stays. The agent,
+// cut off from the API server, fences its engine before its primary Lease can
+// expire; the manager promotes a standby once it has seen the Lease expire.
+// Invariants: the old primary's server is gone before any other instance
+// accepts a write, no acknowledged write is lost, and once the node is back
+// the old primary rejoins as a standby by itself.
+//   npx regulon-testenv exec -- node --test apps/database-controller/src/node-loss.integration.test.ts
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { EventsV1Event, V1Namespace, V1Pod } from '@kubernetes/client-node';
+import { KubeClient, Kinds } from '@regulon/client';
+import { ImageCatalog } from '@regulon/image-catalog';
+import { type Condition, type Manager, testManager } from '@regulon/runtime';
+import {
+  eventually,
+  loadImagesIntoRealNode,
+  localImageCatalog,
+  loseSecondRealNode,
+  realNodeNamespaceAnnotations,
+  SECOND_NODE,
+  secondRealNodeNamespaceAnnotations,
+  start,
+  type TestEnv,
+} from '@regulon/testenv';
+import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
+import { Database, type DatabaseObject } from './api.ts';
+import { setupDatabaseController } from './index.ts';
+import { SWITCHOVER_ANNOTATION } from './replication/replication.ts';
+import { serverPid } from './testing/replication-suite.ts';
+import {
+  lostWrites,
+  readReplicaRows,
+  startRoleSampler,
+  startWriter,
+  type Writer,
+} from './testing/workload.ts';
+
+const NAME = 'pgnl';
+const pod = (ordinal: number) => `${NAME}-${ordinal}`;
+/** The postmaster: its children rename themselves "postgres: ...". */
+const isPostmaster = (argv: string[]) => argv[0] === 'postgres' && argv[1] === '-D';
+const cond = (db: DatabaseObject, type: string): Condition | undefined =>
+  db.status?.conditions?.find((c) => c.type === type);
+
+// Under `npm test` the run's shared control plane gets the second node for this file alone
+// (another file that wants it waits), and stops it again at the end.
+const shared = Boolean(process.env['REGULON_TESTENV_DIR']);
+
+describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 * 60_000 }, () => {
+  let env: TestEnv;
+  let client: KubeClient;
+  let mgr: Manager;
+  let running: Promise<void>;
+  let ns: string;
+  let writer: Writer | undefined;
+  let heal: (() => void) | undefined;
+  const dbs = () => client.resource(Database);
+  const get = () => dbs().get(NAME, { namespace: ns });
+  const pods = () => client.resource<V1Pod>(Kinds.Pod);
+
+  before(async () => {
+    env = await start({ realNodes: 2 });
+    await env.installCRDs([Database.crd()]);
+    client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 100, burst: 200 });
+    ns = await env.newNamespace('pg-node-loss', { realNode: true });
+    const image = await ensureManagerImage();
+    loadImagesIntoRealNode(env.controlPlane.state.dir, [image]);
+    const local = await localImageCatalog();
+    mgr = testManager(env.kubeConfig, { namespace: ns });
+    setupDatabaseController(mgr, {
+      imageCatalog: ImageCatalog.fromDocument(local, 'testenv images'),
+      instanceAgentImage: image.ref,
+    });
+    running = mgr.start();
+  });
+  after(async () => {
+    heal?.();
+    await writer?.stop().catch(() => {});
+    mgr?.stop();
+    await running;
+    client?.close();
+    if (shared) await env?.stopSecondRealNode();
+    else await env?.stop();
+  });
+
+  /** The Database once its status describes its spec and `check` holds; on a timeout, its status. */
+  const until = (what: string, check: (db: DatabaseObject) => boolean, timeoutMs = 180_000) =>
+    eventually(
+      what,
+      async () => {
+        const db = await get();
+        return db.status?.observedGeneration === db.metadata.generation && check(db) ? db : undefined;
+      },
+      timeoutMs,
+    ).catch(async (err: Error) => {
+      err.message += `\nstatus: ${JSON.stringify((await get().catch(() => undefined))?.status)}`;
+      throw err;
+    });
+  const healthy = (db: DatabaseObject) =>
+    cond(db, 'Ready')?.status === 'True' &&
+    cond(db, 'ReplicationHealthy')?.status === 'True' &&
+    db.status?.instances?.filter((i) => i.role === 'replica').length === db.spec.replicas - 1;
+  const nodeOf = async (name: string) => (await pods().get(name, { namespace: ns })).spec?.nodeName;
+  const setNamespaceAnnotations = (annotations: Record<string, string>) =>
+    client.resource<V1Namespace>(Kinds.Namespace).patch(ns, { metadata: { annotations } }, { type: 'merge' });
+
+  /** The namespace's Events since a moment, as `+seconds object reason: message`: what a slow failover did. */
+  const timeline = async (fromMs: number) => {
+    const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
+    const at = (x: EventsV1Event) =>
+      new Date(x.eventTime ?? x.deprecatedLastTimestamp ?? x.metadata?.creationTimestamp ?? 0).getTime();
+    return events
+      .filter((x) => at(x) >= fromMs - 1000)
+      .sort((a, b) => at(a) - at(b))
+      .map(
+        (x) =>
+          `+${((at(x) - fromMs) / 1000).toFixed(1)} s ${x.regarding?.name} ${x.reason}: ${(x.note ?? '').slice(0, 160)}`,
+      )
+      .join('; ');
+  };
+
+  test('the node of the synchronous primary lost: a standby takes over within 30 s, the old primary fenced first, nothing acknowledged lost; it rejoins once the node is back', async (t) => {
+    await dbs().create(
+      Database.object({
+        metadata: { name: NAME, namespace: ns },
+        spec: {
+          engine: 'postgres',
+          version: (await localImageCatalog())['postgres']![0]!.version,
+          replicas: 3,
+          storage: { size: '1Gi' },
+          backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 1 },
+          replication: { synchronous: true, failoverDelaySeconds: 5 },
+        },
+      }),
+    );
+    await until('three instances on the first node, replicating', healthy, 300_000);
+    // The writer runs on the first node, which stays.
+    writer = await startWriter({ client, namespace: ns, db: NAME, engine: 'postgres' });
+    await writer.waitForAcks(200, 120_000);
+
+    // One instance moves to the second node: its Pod is recreated while the namespace sends new
+    // Pods there (the volume is a directory on this host, which both nodes mount), then becomes
+    // the primary by a switchover. The standbys stay on the first node.
+    await setNamespaceAnnotations(secondRealNodeNamespaceAnnotations());
+    const moved = pod(2);
+    const oldUid = (await pods().get(moved, { namespace: ns })).metadata!.uid!;
+    await pods().delete(moved, { namespace: ns });
+    await eventually(
+      `${moved} recreated on ${SECOND_NODE.name}`,
+      async () => {
+        const p = await pods()
+          .get(moved, { namespace: ns })
+          .catch(() => undefined);
+        return p && p.metadata!.uid !== oldUid && p.spec?.nodeName ? p : undefined;
+      },
+      120_000,
+    );
+    assert.equal(await nodeOf(moved), SECOND_NODE.name);
+    await setNamespaceAnnotations(realNodeNamespaceAnnotations());
+    await until(`${moved} streaming again`, healthy, 180_000);
+    await dbs().patch(
+      NAME,
+      { metadata: { annotations: { [SWITCHOVER_ANNOTATION]: moved } } },
+      { type: 'merge', namespace: ns },
+    );
+    const placed = await until(
+      `${moved} the primary`,
+      (db) => healthy(db) && db.status?.currentPrimary === moved,
+      180_000,
+    );
+    for (const i of placed.status!.instances!.filter((x) => x.name !== moved))
+      assert.equal(await nodeOf(i.name), 'real-node-0', `${i.name} stays on the first node`);
+    await eventually('the primary Lease names the primary', async () => {
+      const lease = await client.resource(Kinds.Lease).get(`${NAME}-primary`, { namespace: ns });
+      return lease.spec?.holderIdentity === moved;
+    });
+    const primaryUid = (await pods().get(moved, { namespace: ns })).metadata!.uid!;
+    const postmaster = await eventually('the primary postmaster', () =>
+      Promise.resolve(serverPid(primaryUid, isPostmaster)),
+    );
+
+    // Watch, every 200 ms: which instances accept writes (the host reaches only the first node's
+    // Pods once the second is lost), and whether the old primary's server still runs (this host
+    // sees every process of both nodes).
+    const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine: 'postgres' });
+    let fencedAt: number | undefined;
+    const watching = setInterval(() => {
+      if (fencedAt === undefined && serverPid(primaryUid, isPostmaster) !== postmaster) fencedAt = Date.now();
+    }, 200);
+    try {
+      await sampler.waitForRound('the primary writable', (r) => r.writable.join() === moved, 30_000);
+      await writer.waitForAcks((await writer.acked()).length + 100, 60_000);
+      const lostAt = Date.now();
+      const loss = loseSecondRealNode(env.controlPlane.state.dir);
+      heal = () => loss.heal();
+      const takenOver = await sampler.waitForRound(
+        'a standby on the first node accepts writes',
+        (r) => r.writable.some((w) => w !== moved),
+        120_000,
+      );
+      const newPrimary = takenOver.writable.find((w) => w !== moved)!;
+      await writer.waitForAckAfter(takenOver.atMs, 60_000);
+      const failoverMs = takenOver.atMs - lostAt;
+      assert.ok(
+        fencedAt !== undefined,
+        'the old primary was fenced (its postmaster ended) before the takeover',
+      );
+      assert.ok(
+        fencedAt < takenOver.atMs,
+        `the old primary's server ended (+${fencedAt - lostAt} ms) before ${newPrimary} accepted writes (+${failoverMs} ms)`,
+      );
+      const outage = Math.max(
+        0,
+        ...(await writer.outages())
+          .filter((o) => o.toMs >= lostAt && o.fromMs <= takenOver.atMs + 5_000)
+          .map((o) => o.durationMs),
+      );
+      // While the lost instance does not replicate, the Database must not say every instance is ready.
+      const degraded = await until(
+        'the new primary recorded, the lost instance not counted ready',
+        (db) => db.status?.currentPrimary === newPrimary,
+        60_000,
+      );
+      assert.notEqual(cond(degraded, 'ReplicationHealthy')?.status, 'True', 'one instance of three is gone');
+      assert.doesNotMatch(cond(degraded, 'Ready')?.message ?? '', /3\/3/);
+      t.diagnostic(
+        `node lost: old primary fenced +${((fencedAt - lostAt) / 1000).toFixed(1)} s, ${newPrimary} writable +${(failoverMs / 1000).toFixed(1)} s; ` +
+          `write outage ${(outage / 1000).toFixed(1)} s; Ready: ${cond(degraded, 'Ready')?.message}`,
+      );
+      if (failoverMs > 20_000 || outage > 20_000) t.diagnostic(`node lost: ${await timeline(lostAt)}`);
+      assert.ok(failoverMs <= 30_000, `failover within 30 s of the node loss, took ${failoverMs} ms`);
+
+      // The node comes back: the old primary's agent starts its engine as a standby of the new primary.
+      const healedAt = Date.now();
+      heal();
+      heal = undefined;
+      await until('all three replicating again', healthy, 300_000);
+      const rejoinMs = Date.now() - healedAt;
+      const summary = await sampler.stop();
+      assert.equal(
+        summary.maxWritableAtOnce,
+        1,
+        `never two writable: ${JSON.stringify(summary.splitBrainRounds)}`,
+      );
+      await writer.waitForAcks((await writer.acked()).length + 50, 60_000);
+      const acked = await writer.acked();
+      await eventually('every acknowledged write on every instance', async () => {
+        const rows = await readReplicaRows({ client, namespace: ns, db: NAME, engine: 'postgres' });
+        return rows.length === 3 && rows.every((r) => r.ids && lostWrites(acked, r.ids).length === 0);
+      });
+      t.diagnostic(
+        `node back: all instances replicating ${(rejoinMs / 1000).toFixed(1)} s later; 0 of ${acked.length} acknowledged writes lost; ` +
+          `sampler rounds ${summary.rounds}, slowest ${summary.maxRoundMs} ms`,
+      );
+    } finally {
+      clearInterval(watching);
+      await sampler.stop();
+    }
+  });
+});
