@@ -25,6 +25,7 @@ export {
   rollingRevision,
   ReplicationMemory,
   LEASE_WATCH_GAP_MS,
+  LEASE_READ_INTERVAL_MS,
   type InstancePod,
   type RollingStatefulSet,
 } from './members.ts';

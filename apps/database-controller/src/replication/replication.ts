@@ -13,6 +13,7 @@ import {
   plan,
   podReady,
   requeueAfter as nextReconcile,
+  LEASE_READ_INTERVAL_MS,
   applyRoleLabels,
   deleteObservedPod,
   rollingRevision as revisionOf,
@@ -184,7 +185,10 @@ export async function reconcileReplication(
     troubles: pods.flatMap((p) => podTrouble(p) ?? []),
   };
   if (!replicated) return { view, requeueAfter: decided.step ? 1000 : undefined };
-  return { view, requeueAfter: nextReconcile(decided) };
+  const requeueAfter = nextReconcile(decided);
+  // Where the agents hold the primary Lease, it is read often enough that an unrenewed one is seen
+  // expired soon after it did (see LEASE_READ_INTERVAL_MS).
+  return { view, requeueAfter: lease ? Math.min(requeueAfter, LEASE_READ_INTERVAL_MS) : requeueAfter };
 }
 
 /**
