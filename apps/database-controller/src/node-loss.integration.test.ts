@@ -179,21 +179,32 @@ describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 *
       return lease.spec?.holderIdentity === moved;
     });
     const primaryUid = (await pods().get(moved, { namespace: ns })).metadata!.uid!;
-    const postmaster = await eventually('the primary postmaster', () =>
-      Promise.resolve(serverPid(primaryUid, isPostmaster)),
-    );
 
     // Watch, every 200 ms: which instances accept writes (the host reaches only the first node's
     // Pods once the second is lost), and whether the old primary's server still runs (this host
     // sees every process of both nodes).
     const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine: 'postgres' });
     let fencedAt: number | undefined;
+    let postmaster: number | undefined;
+    /** Whether process `pid` has ended (signal 0 only checks that it exists). */
+    const ended = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    };
     const watching = setInterval(() => {
-      if (fencedAt === undefined && serverPid(primaryUid, isPostmaster) !== postmaster) fencedAt = Date.now();
+      if (postmaster !== undefined && fencedAt === undefined && ended(postmaster)) fencedAt = Date.now();
     }, 200);
     try {
       await sampler.waitForRound('the primary writable', (r) => r.writable.join() === moved, 30_000);
       await writer.waitForAcks((await writer.acked()).length + 100, 60_000);
+      // The postmaster serving at the moment of the loss: the one that must end before a takeover.
+      postmaster = await eventually('the primary postmaster', () =>
+        Promise.resolve(serverPid(primaryUid, isPostmaster)),
+      );
       const lostAt = Date.now();
       const loss = loseSecondRealNode(env.controlPlane.state.dir);
       heal = () => loss.heal();
@@ -209,6 +220,7 @@ describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 *
         fencedAt !== undefined,
         'the old primary was fenced (its postmaster ended) before the takeover',
       );
+      assert.ok(fencedAt >= lostAt, 'its postmaster ran until the loss');
       assert.ok(
         fencedAt < takenOver.atMs,
         `the old primary's server ended (+${fencedAt - lostAt} ms) before ${newPrimary} accepted writes (+${failoverMs} ms)`,
