@@ -15,7 +15,7 @@ export interface JUnitSummary {
   text: string;
 }
 
-const CAUSE_LINES = 8;
+const CAUSE_LINES = 12;
 const LINE_WIDTH = 240;
 
 export function summarizeJUnit(dir: string): JUnitSummary {

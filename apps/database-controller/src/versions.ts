@@ -120,6 +120,7 @@ export const RESERVED_PARAMETERS = {
     'sync-binlog',
     'innodb-flush-log-at-trx-commit',
     'relay-log-recovery',
+    'shutdown-wait-for-slaves',
     'skip-slave-start',
     'rpl-semi-sync-master-enabled',
     'rpl-semi-sync-slave-enabled',

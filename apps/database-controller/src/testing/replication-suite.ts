@@ -118,6 +118,36 @@ export const isSandbox = (argv: string[]): boolean => /(^|\/)(pause|catatonit)$/
 
 const cond = (db: DatabaseObject, type: string): Condition | undefined =>
   db.status?.conditions?.find((c) => c.type === type);
+/** The status of each condition once all is well. */
+const SETTLED: Record<string, string> = {
+  Ready: 'True',
+  ReplicationHealthy: 'True',
+  Degraded: 'False',
+  InstancesReachable: 'True',
+};
+/**
+ * A Database's status in a few short lines for a failure's message (CI keeps a failure's first
+ * lines only, each cut short): the primary with each instance's role and state, then every
+ * condition not in its settled state, with its reason and message.
+ */
+export function statusSummary(status: DatabaseObject['status']): string[] {
+  if (!status) return ['no status'];
+  const settled = (c: Condition) =>
+    c.type === 'BackupSucceeded' ||
+    SETTLED[c.type] === c.status ||
+    (c.type === 'Progressing' && c.reason === 'Stable');
+  const instances = (status.instances ?? []).map((i) => {
+    const lag = i.lagBytes ?? i.lagTransactions;
+    return `${i.name} ${i.role}/${i.state}${lag ? ` lag ${lag}` : ''}`;
+  });
+  return [
+    `primary ${status.currentPrimary ?? '-'}: ${instances.join(', ') || 'no instances'}`,
+    ...(status.conditions ?? [])
+      .filter((c) => !settled(c))
+      .map((c) => `${c.type}=${c.status} ${c.reason}: ${c.message}`),
+  ];
+}
+
 const EndpointSlices: ResourceType<V1EndpointSlice> = Object.freeze({
   group: 'discovery.k8s.io',
   version: 'v1',
@@ -232,7 +262,9 @@ export function describeReplication(e: EngineUnderTest): void {
     const explain = async (): Promise<string> => {
       const parts: string[] = [];
       try {
-        parts.push(`status: ${JSON.stringify((await get()).status)}`);
+        const status = (await get()).status;
+        // First, in a line, what says most: CI keeps a failure's first lines only.
+        parts.push(...statusSummary(status), `status: ${JSON.stringify(status)}`);
       } catch (err) {
         parts.push(`status unreadable: ${(err as Error).message}`);
       }
@@ -264,18 +296,35 @@ export function describeReplication(e: EngineUnderTest): void {
       }
     };
 
+    /**
+     * What a wait that timed out was for, until a later wait succeeds: the scenarios share one
+     * Database, so one that leaves it broken would make every later one wait its whole timeout
+     * (minutes each) for the same reason. Those wait briefly, and fail saying which wait broke it.
+     */
+    let brokenBy: string | undefined;
     /** The Database once its status describes its spec and `check` holds. */
-    const until = (what: string, check: (db: DatabaseObject) => boolean, timeoutMs = 180_000) =>
-      explained(
-        eventually(
-          what,
-          async () => {
-            const db = await get();
-            return db.status?.observedGeneration === db.metadata.generation && check(db) ? db : undefined;
-          },
-          timeoutMs,
-        ),
-      );
+    const until = async (what: string, check: (db: DatabaseObject) => boolean, timeoutMs = 180_000) => {
+      const broken = brokenBy;
+      try {
+        const db = await explained(
+          eventually(
+            broken ? `${what} (the Database has not recovered since: ${broken})` : what,
+            async () => {
+              const now = await get();
+              return now.status?.observedGeneration === now.metadata.generation && check(now)
+                ? now
+                : undefined;
+            },
+            broken ? Math.min(timeoutMs, 30_000) : timeoutMs,
+          ),
+        );
+        brokenBy = undefined;
+        return db;
+      } catch (err) {
+        brokenBy ??= what;
+        throw err;
+      }
+    };
     const healthy = (db: DatabaseObject) =>
       cond(db, 'Ready')?.status === 'True' &&
       cond(db, 'ReplicationHealthy')?.status === 'True' &&
