@@ -120,10 +120,10 @@ export const RESERVED_PARAMETERS = {
     'sync-binlog',
     'innodb-flush-log-at-trx-commit',
     'relay-log-recovery',
-    'shutdown-wait-for-slaves',
     'skip-slave-start',
     'rpl-semi-sync-master-enabled',
     'rpl-semi-sync-slave-enabled',
     'rpl-semi-sync-master-timeout',
+    'rpl-semi-sync-master-wait-point',
   ],
 } as const;

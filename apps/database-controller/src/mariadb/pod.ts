@@ -49,10 +49,22 @@ export function mariadbBackupVolumes(db: DatabaseObject): { volumes: V1Volume[];
 }
 
 /**
+ * How a Pod's server stops (a switchover's fence, a Pod deleted, a rolling update): it sends the
+ * connected replicas every transaction before it ends. On SIGTERM alone, mariadbd ends its binlog
+ * dump threads like any other connection while clients may still commit, and those commits reach
+ * no replica: the promoted one lacks them (acknowledged writes lost), and a replica that got a few
+ * more than it diverged (GTID strict mode stops it for good). Community MariaDB has no server
+ * setting for this (shutdown_wait_for_slaves is Enterprise's); SHUTDOWN WAIT FOR ALL SLAVES, here
+ * through mariadb-admin, which waits until the server is gone. Within the default 30 s grace; if it
+ * fails (a hung server) the kubelet's SIGTERM follows.
+ */
+export const SHUTDOWN_COMMAND = `MYSQL_PWD="$SUPERUSER_PASSWORD" mariadb-admin --no-defaults -h 127.0.0.1 -P ${PORT} -u "$SUPERUSER" --connect-timeout=3 --shutdown-timeout=25 --wait-for-all-slaves shutdown || true`;
+
+/**
  * The mariadb container: the start script decides, from the topology and its
  * peers, whether to initialise, clone or rejoin, and execs mariadbd as the
- * primary or a read-only replica. mariadbd is then PID 1 and shuts down
- * cleanly on SIGTERM itself, so no preStop hook is needed. Ready means it
+ * primary or a read-only replica. mariadbd is then PID 1. Its preStop hook
+ * shuts it down waiting for the replicas (see SHUTDOWN_COMMAND). Ready means it
  * answers a query with the credentials it was given; alive means it is
  * preparing its data or mariadbd answers at all (`ping` succeeds even when
  * the login is refused).
@@ -93,6 +105,7 @@ export function mariadbContainer(db: DatabaseObject, credentialsSecret: string, 
       periodSeconds: 20,
       timeoutSeconds: 5,
     },
+    lifecycle: { preStop: { exec: { command: ['sh', '-c', SHUTDOWN_COMMAND] } } },
     securityContext: restrictedContainerSecurityContext({ readOnlyRootFilesystem: false }),
     volumeMounts: [
       { name: 'data', mountPath: DATA_MOUNT },

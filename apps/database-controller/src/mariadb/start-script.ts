@@ -89,12 +89,6 @@ export function mariadbOperatorSettings(opts: MariadbSettings = {}): [string, st
     // The replication position lives in InnoDB (mysql.gtid_slave_pos) and the relay log is
     // fetched again after a crash, so a replica that crashed resumes where it was.
     ['relay_log_recovery', 'ON'],
-    // A clean shutdown (a switchover's fence, a Pod deleted, a rolling update) sends every
-    // transaction to the connected replicas before it ends. Without it the server stops its binlog
-    // dump threads like any client connection, while other clients may still commit: those commits
-    // reach no replica, the promoted one lacks them (acknowledged writes lost), and a replica that
-    // got a few more than the promoted one diverged from it (GTID strict mode stops it for good).
-    ['shutdown_wait_for_slaves', 'ON'],
     ['binlog_expire_logs_seconds', String(7 * 24 * 3600)],
     // A replica notices a lost primary within seconds and reconnects (through the Service, to the new one).
     ['slave_net_timeout', '10'],
@@ -110,6 +104,10 @@ export function mariadbOperatorSettings(opts: MariadbSettings = {}): [string, st
       ['rpl_semi_sync_slave_enabled', 'ON'],
       // Waits (almost) for ever rather than falling back to asynchronous commits silently.
       ['rpl_semi_sync_master_timeout', String(24 * 3600 * 1000)],
+      // The commit waits for a replica's acknowledgement before the storage engine commits it, so no
+      // other session reads a transaction that no replica has (AFTER_COMMIT, the default, lets them:
+      // a failover would then take back what clients had already read).
+      ['rpl_semi_sync_master_wait_point', 'AFTER_SYNC'],
     );
   return settings;
 }
