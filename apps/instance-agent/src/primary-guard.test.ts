@@ -3,13 +3,21 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { FakeClock, silentLogger } from '@regulon/util';
-import { PrimaryGuard, type Campaign, type CampaignCallbacks, type Quorum } from './primary-guard.ts';
+import {
+  PrimaryGuard,
+  QUORUM_EVIDENCE_MS,
+  type Campaign,
+  type CampaignCallbacks,
+  type Quorum,
+} from './primary-guard.ts';
 
 interface Script {
   role: boolean | undefined;
   /** What the quorum question answers; 'none' leaves the guard without one (no failsafe). */
   quorum: Quorum | 'no answer' | 'none';
   quorumAsked: number;
+  /** The clock when the latest question was asked that got an answer (of any count). */
+  answeredAskedAt?: number;
   campaigns: { callbacks: CampaignCallbacks; released: boolean }[];
   fences: string[];
 }
@@ -29,6 +37,7 @@ function harness(grace = 5_000, quorum: Script['quorum'] = 'none') {
         ? undefined
         : () => {
             script.quorumAsked++;
+            if (typeof script.quorum !== 'string') script.answeredAskedAt = clock.now();
             return Promise.resolve(typeof script.quorum === 'string' ? undefined : script.quorum);
           },
     fence: (reason) => script.fences.push(reason),
@@ -47,9 +56,10 @@ function harness(grace = 5_000, quorum: Script['quorum'] = 'none') {
   const running = guard.run();
   /** Lets the role loop take one turn: its answer, then its timer. */
   const tick = async () => {
-    for (let i = 0; i < 5; i++) await Promise.resolve();
+    // Every promise settled first (a macrotask runs after all microtasks): the loop's turn is done.
+    await new Promise((resolve) => setImmediate(resolve));
     clock.advance(1_000);
-    for (let i = 0; i < 5; i++) await Promise.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
   };
   return { clock, script, guard, running, tick };
 }
@@ -215,6 +225,39 @@ describe('PrimaryGuard', () => {
         );
         await h.running;
       }
+    });
+
+    test('serving in failsafe, an unanswered question changes nothing until the latest majority answer is QUORUM_EVIDENCE_MS old', async () => {
+      const h = harness(5_000, { inTouch: 2, members: 3 });
+      await lead(h);
+      h.script.campaigns[0]!.callbacks.onStoppedLeading();
+      await h.tick();
+      assert.deepEqual(h.script.fences, []);
+      // The answers stop (psql slow to start, say): the latest majority answer counts until it is
+      // QUORUM_EVIDENCE_MS old, from when its question was asked, and not a tick longer.
+      const fencedAfter = async () => {
+        h.script.quorum = 'no answer';
+        const since = h.script.answeredAskedAt!;
+        while (h.script.fences.length === 0 && h.clock.now() - since < 10_000) await h.tick();
+        return h.clock.now() - since;
+      };
+      const first = h.script.answeredAskedAt!;
+      h.script.quorum = 'no answer';
+      await h.tick();
+      assert.deepEqual(h.script.fences, [], 'a question without an answer does not stop the primary');
+      // An answer in time: the window runs from it.
+      h.script.quorum = { inTouch: 2, members: 3 };
+      await h.tick();
+      const renewed = h.script.answeredAskedAt!;
+      const waited = await fencedAfter();
+      assert.ok(renewed > first, 'the window was renewed by the later answer');
+      assert.equal(h.script.fences.length, 1, 'fenced once the latest majority answer is too old');
+      assert.ok(
+        waited >= QUORUM_EVIDENCE_MS && waited < QUORUM_EVIDENCE_MS + 1_000,
+        `fenced ${waited} ms after the latest majority answer was asked`,
+      );
+      assert.match(h.script.fences[0]!, /no answer since 3000 ms ago has shown a majority/);
+      await h.running;
     });
 
     test('a single instance is its own majority: never fenced for the API server alone', async () => {

@@ -39,6 +39,15 @@ export interface Quorum {
 
 export const hasMajority = (q: Quorum): boolean => q.inTouch > q.members / 2;
 
+/**
+ * How long a majority answer counts, from when its question was asked. One slow answer (psql
+ * starting on a busy machine) must not stop a healthy primary; what bounds the risk is the age of
+ * the evidence, not each question's. The old primary serves at most this long after the last
+ * question that still counted a standby in touch: the manager's OUT_OF_TOUCH_MARGIN_MS (in
+ * @regulon/conventions) is the engine's sender timeout plus this, plus a second.
+ */
+export const QUORUM_EVIDENCE_MS = 3_000;
+
 export interface PrimaryGuardOptions {
   /** This instance's identity in the Lease (its Pod name). */
   identity: string;
@@ -55,8 +64,13 @@ export interface PrimaryGuardOptions {
    * replication connections. Undefined (no failsafe): a lost Lease always fences.
    */
   quorum?: ((signal: AbortSignal) => Promise<Quorum | undefined>) | undefined;
-  /** How long a quorum question may take after a lost Lease before the engine is fenced anyway. */
-  quorumTimeoutMs?: number | undefined;
+  /**
+   * How long one majority answer keeps the engine serving without the Lease, from the moment the
+   * question was asked (QUORUM_EVIDENCE_MS by default). A slow or missing answer within it changes
+   * nothing; the engine is fenced once the latest majority answer is this old. It is also how long
+   * one quorum question may take.
+   */
+  quorumEvidenceMs?: number | undefined;
   /** Stops the engine at once; called at most once. */
   fence(reason: string): void;
   clock: Clock;
@@ -78,7 +92,14 @@ type State =
    * Lease; in failsafe (the Lease lost, a majority in touch) there is no grace,
    * and the quorum is asked every role interval instead.
    */
-  | { kind: 'campaigning'; campaign: Campaign; grace: TimerHandle | undefined; failsafe: boolean }
+  | {
+      kind: 'campaigning';
+      campaign: Campaign;
+      grace: TimerHandle | undefined;
+      failsafe: boolean;
+      /** In failsafe: fences once the latest majority answer is quorumEvidenceMs old. */
+      evidenceRunsOut?: TimerHandle | undefined;
+    }
   | { kind: 'leading'; campaign: Campaign }
   | { kind: 'fenced'; reason: string };
 
@@ -161,7 +182,7 @@ export class PrimaryGuard {
     const campaign: Campaign = this.#o.campaign({
       onStartedLeading: () => {
         if (this.#state.kind !== 'campaigning' || this.#state.campaign !== campaign) return;
-        if (this.#state.grace) clock.clearTimeout(this.#state.grace);
+        this.#clearTimers();
         this.#state = { kind: 'leading', campaign };
         log.info({ identity }, 'holding the primary Lease');
       },
@@ -199,8 +220,10 @@ export class PrimaryGuard {
     };
     if (!concerned()) return;
     if (!quorum) return this.#fence(reason);
+    const evidenceMs = this.#o.quorumEvidenceMs ?? QUORUM_EVIDENCE_MS;
+    const askedAt = clock.now();
     const timeout = new AbortController();
-    const timer = clock.setTimeout(() => timeout.abort(), this.#o.quorumTimeoutMs ?? 1_000);
+    const timer = clock.setTimeout(() => timeout.abort(), evidenceMs);
     let answer: Quorum | undefined;
     try {
       answer = await Promise.race([
@@ -213,32 +236,55 @@ export class PrimaryGuard {
       clock.clearTimeout(timer);
     }
     if (!concerned()) return;
-    if (!answer || !hasMajority(answer)) {
-      const touch = answer
-        ? `in touch with ${answer.inTouch} of ${answer.members} instances, no majority`
-        : 'no answer about the other instances';
-      return this.#fence(`${reason}, and ${touch}`);
+    const serving = this.#state.kind === 'campaigning' && this.#state.failsafe;
+    if (answer && !hasMajority(answer))
+      return this.#fence(
+        `${reason}, and in touch with ${answer.inTouch} of ${answer.members} instances, no majority`,
+      );
+    if (!answer) {
+      // In failsafe the latest majority answer still counts until its timer fences; before it
+      // there is none to lean on.
+      if (serving) log.warn({ identity, reason }, 'no answer about the other instances this time');
+      else this.#fence(`${reason}, and no answer about the other instances`);
+      return;
     }
     const current = this.#state;
-    if (current.kind === 'campaigning' && current.failsafe) return;
     if (current.kind === 'campaigning') {
-      // Never won: keep trying, now without a grace.
-      if (current.grace) clock.clearTimeout(current.grace);
+      // Never won (a grace), or already serving in failsafe: the new answer's window replaces the old.
+      this.#clearTimers();
       this.#state = { ...current, grace: undefined, failsafe: true };
     } else {
       // Lost: the elector's run is over; a new one tries to win it back.
       this.#campaign(true);
     }
+    const now = this.#state;
+    if (now.kind === 'campaigning')
+      now.evidenceRunsOut = clock.setTimeout(
+        () =>
+          this.#fence(
+            `${reason}, and no answer since ${evidenceMs} ms ago has shown a majority of the instances in touch`,
+          ),
+        Math.max(0, askedAt + evidenceMs - clock.now()),
+      );
+    if (serving) return;
     log.warn(
       { identity, reason, inTouch: answer.inTouch, members: answer.members },
       'keeping the engine up without the primary Lease: a majority of the instances is in touch with it',
     );
   }
 
+  /** Stops the campaigning state's timers: the acquire grace, the failsafe's evidence window. */
+  #clearTimers(): void {
+    const current = this.#state;
+    if (current.kind !== 'campaigning') return;
+    if (current.grace) this.#o.clock.clearTimeout(current.grace);
+    if (current.evidenceRunsOut) this.#o.clock.clearTimeout(current.evidenceRunsOut);
+  }
+
   async #stepDown(): Promise<void> {
     const current = this.#state;
     if (current.kind !== 'campaigning' && current.kind !== 'leading') return;
-    if (current.kind === 'campaigning' && current.grace) this.#o.clock.clearTimeout(current.grace);
+    this.#clearTimers();
     this.#state = { kind: 'replica' };
     this.#o.log.info(
       { identity: this.#o.identity },
@@ -250,7 +296,7 @@ export class PrimaryGuard {
   #fence(reason: string): void {
     const current = this.#state;
     if (current.kind === 'fenced') return;
-    if (current.kind === 'campaigning' && current.grace) this.#o.clock.clearTimeout(current.grace);
+    this.#clearTimers();
     this.#state = { kind: 'fenced', reason };
     this.#o.log.error({ identity: this.#o.identity, reason }, 'fencing the engine');
     this.#o.fence(reason);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { plan, type Member, type PlanInput, type Server } from './plan.ts';
+import { OUT_OF_TOUCH_MARGIN_MS, plan, type Member, type PlanInput, type Server } from './plan.ts';
 import type { LeaseJudgement } from './primary-lease.ts';
 
 const NOW = 1_000_000;
@@ -559,40 +559,47 @@ describe('replication plan', () => {
         deletionGraceSeconds: 1,
         deletingSince: NOW - 15_000,
       });
+      const MARGIN = OUT_OF_TOUCH_MARGIN_MS;
       const out = (ordinal: number, sinceMs: number) =>
         member(ordinal, standby(1000n, { streaming: false }), { outOfTouchSince: NOW - sinceMs });
       const failsafe = { topology: moved, primaryLease: expired('db-0'), primaryFailsafe: true };
       // Both standbys out of touch with db-0 for the margin: db-0 has 1 of 3, no majority, and fenced.
-      const clear = plan(input([stuck, out(1, 8_000), out(2, 9_000)], failsafe));
+      const clear = plan(input([stuck, out(1, MARGIN), out(2, MARGIN + 1_000)], failsafe));
       assert.equal(clear.step?.kind, 'promote');
       // db-2 still streams (from db-0, the only primary there was): db-0 may serve with db-2.
-      const following = plan(input([stuck, out(1, 9_000), member(2, standby(990n))], failsafe));
+      const following = plan(input([stuck, out(1, MARGIN + 1_000), member(2, standby(990n))], failsafe));
       assert.equal(following.step, undefined);
       assert.match(following.waiting ?? '', /db-2 may still be in touch with it/);
       assert.equal(following.recheckInMs, undefined);
       // db-2 unseen by this manager: it may be in touch all the same.
       const unseen = member(2, undefined, { ready: true, troubleSince: undefined, label: 'replica' });
-      assert.equal(plan(input([stuck, out(1, 9_000), unseen], failsafe)).step, undefined);
+      assert.equal(plan(input([stuck, out(1, MARGIN + 1_000), unseen], failsafe)).step, undefined);
       // Out for less than the margin: db-0 may not have noticed yet; asked again when the margin ends.
-      const recent = plan(input([stuck, out(1, 9_000), out(2, 3_000)], failsafe));
+      const recent = plan(input([stuck, out(1, MARGIN + 1_000), out(2, MARGIN - 5_000)], failsafe));
       assert.equal(recent.step, undefined);
       assert.equal(recent.recheckInMs, 5_000);
       // db-2's Pod gone: no engine runs there.
       const gone = member(2, undefined, { uid: undefined, ready: false, troubleSince: NOW - 20_000 });
-      assert.equal(plan(input([stuck, out(1, 9_000), gone], failsafe)).step?.kind, 'promote');
+      assert.equal(plan(input([stuck, out(1, MARGIN + 1_000), gone], failsafe)).step?.kind, 'promote');
       // Five instances: three of the four others out leave db-0 two of five.
-      const five = [stuck, out(1, 9_000), out(2, 9_000), out(3, 9_000), member(4, standby(990n))];
+      const five = [
+        stuck,
+        out(1, MARGIN + 1_000),
+        out(2, MARGIN + 1_000),
+        out(3, MARGIN + 1_000),
+        member(4, standby(990n)),
+      ];
       assert.equal(plan(input(five, { ...failsafe, replicas: 5 })).step?.kind, 'promote');
       const fiveTwo = [
         stuck,
-        out(1, 9_000),
-        out(2, 9_000),
+        out(1, MARGIN + 1_000),
+        out(2, MARGIN + 1_000),
         member(3, standby(990n)),
         member(4, standby(990n)),
       ];
       assert.equal(plan(input(fiveTwo, { ...failsafe, replicas: 5 })).step, undefined);
       // Without failsafe, or with the Lease released (its agent stepped down): no such wait.
-      const streaming = [stuck, out(1, 9_000), member(2, standby(990n))];
+      const streaming = [stuck, out(1, MARGIN + 1_000), member(2, standby(990n))];
       assert.equal(plan(input(streaming, { ...failsafe, primaryFailsafe: false })).step?.kind, 'promote');
       assert.equal(
         plan(input(streaming, { ...failsafe, primaryLease: { state: 'free', resourceVersion: '9' } })).step
