@@ -917,16 +917,20 @@ export function describeReplication(e: EngineUnderTest): void {
       );
       mgr.stop();
       await running;
+      let restarted = false;
       const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
       try {
         const stopped = Date.now();
         const midway = await sampler.waitForRound('a round after the stop', () => true, 10_000);
+        // The old primary may still be writable while it shuts down (MariaDB first sends its
+        // replicas every transaction); the one named must not be yet.
         assert.deepEqual(
-          midway.writable,
+          midway.writable.filter((w) => w !== old),
           [],
           `stopped before the promotion: ${JSON.stringify(midway.instances)}`,
         );
         startManager();
+        restarted = true;
         const after = await until(
           'the failover finished by the new manager',
           (db) => healthy(db) && db.status?.currentPrimary === named,
@@ -954,6 +958,8 @@ export function describeReplication(e: EngineUnderTest): void {
         );
       } finally {
         await sampler.stop().catch(() => {});
+        // The later scenarios need a manager, whatever happened here.
+        if (!restarted) startManager();
       }
     });
 
