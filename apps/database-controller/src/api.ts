@@ -13,7 +13,7 @@ import {
   Phase,
   type TSchema,
 } from '@regulon/crd';
-import { MAX_NAME_LENGTH } from './names.ts';
+import { MAX_NAME_LENGTH, MAX_REPLICAS } from './names.ts';
 import {
   CONTROL_CEL_PATTERN,
   NAME_PATTERN,
@@ -140,7 +140,7 @@ const databaseSpec = <R extends TSchema>(replication: R) =>
       ),
       replicas: Type.Integer({
         minimum: 1,
-        maximum: 5,
+        maximum: MAX_REPLICAS,
         default: 1,
         description:
           'Instances: one primary and replicas - 1 streaming replicas (postgres, mariadb; mysql runs one). The primary starts on ordinal 0 and moves on failover or switchover.',

@@ -157,11 +157,22 @@ describe('renderConfig', () => {
     );
   });
 
-  test('postgres: synchronous replication waits for any one standby', () => {
+  test('postgres: synchronous replication waits for any one standby among the instances, by name', () => {
     const sync = db('postgres', {});
     sync.spec.replicas = 2;
     sync.spec.replication = { synchronous: true };
-    assert.match(renderConfig(sync).content, /^synchronous_standby_names = 'ANY 1 \(\*\)'$/m);
+    const name = sync.metadata.name!;
+    const all = [0, 1, 2, 3, 4].map((i) => `"${name}-${i}"`).join(', ');
+    // Every name the Database can have: scaling to 5 changes nothing, and no stranger counts.
+    assert.match(
+      renderConfig(sync).content,
+      new RegExp(`^synchronous_standby_names = 'ANY 1 \\(${all}\\)'$`, 'm'),
+    );
+    sync.spec.replicas = 5;
+    assert.match(
+      renderConfig(sync).content,
+      new RegExp(`^synchronous_standby_names = 'ANY 1 \\(${all}\\)'$`, 'm'),
+    );
     assert.doesNotMatch(renderConfig(db('postgres', {})).content, /synchronous_standby_names/);
   });
 

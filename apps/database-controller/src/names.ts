@@ -7,6 +7,9 @@ import type { DatabaseObject } from './api.ts';
  */
 export const MAX_NAME_LENGTH = 45;
 
+/** The most instances a Database runs (spec.replicas): ordinals 0 to MAX_REPLICAS - 1. */
+export const MAX_REPLICAS = 5;
+
 export interface ChildNames {
   statefulSet: string;
   headlessService: string;

@@ -82,6 +82,9 @@ describeReplication({
       primary,
       "select current_setting('synchronous_standby_names') as names, (select count(*) from pg_stat_replication where sync_state in ('sync', 'quorum'))::text as sync",
     );
-    return row?.names === 'ANY 1 (*)' && Number(row.sync) >= 1;
+    // The instances by name (postgres/config.ts), never `*`.
+    const db = primary.replace(/-\d+$/, '');
+    const named = `ANY 1 (${[0, 1, 2, 3, 4].map((i) => `"${db}-${i}"`).join(', ')})`;
+    return row?.names === named && Number(row.sync) >= 1;
   },
 });

@@ -25,6 +25,8 @@ export const REGENERATE_COMMAND = 'npx node tools/bench/reference-go/gen-postgre
 export function postgresFilesJson(): string {
   const settings = (synchronous: boolean) =>
     postgresOperatorSettings({
+      // The Go side puts the Database's name in place of this (databaseNamePlaceholder, postgres.go).
+      metadata: { name: '{{name}}' },
       spec: { engine: 'postgres', replication: { synchronous } },
     } as unknown as DatabaseObject)
       .map(([k, v]) => `${k} = ${v}\n`)

@@ -11,6 +11,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 //go:embed postgres-files.json
@@ -46,10 +47,15 @@ const (
 	startingMarker  = "/tmp/regulon-starting"
 )
 
+// databaseNamePlaceholder stands for the Database's name in postgres-files.json's texts
+// (gen-postgres-files.ts): no Database name contains it.
+const databaseNamePlaceholder = "{{name}}"
+
 // operatorSettings: postgresql.conf's lines before spec.parameters.
 func (db *database) operatorSettings() string {
 	if db.synchronous {
-		return postgresFiles.OperatorSettings.Synchronous
+		// The standbys are named after the Database's Pods (synchronousStandbyNames in config.ts).
+		return strings.ReplaceAll(postgresFiles.OperatorSettings.Synchronous, databaseNamePlaceholder, db.name)
 	}
 	return postgresFiles.OperatorSettings.Asynchronous
 }

@@ -1,4 +1,5 @@
 import type { DatabaseObject } from '../api.ts';
+import { MAX_REPLICAS, podName } from '../names.ts';
 import { ENGINE_DEFAULTS } from '../versions.ts';
 import { archiveSettings } from '../backup/pgbackrest.ts';
 
@@ -13,8 +14,9 @@ const postgresValue = (v: string) => `'${v.replace(/\\/g, '\\\\').replace(/'/g, 
  * What the operator sets in postgresql.conf, before the user's parameters:
  * where it listens, the pg_hba.conf it mounts, and what streaming
  * replication and pg_rewind need (WAL for standbys, slots, hint bits logged).
- * Synchronous replication waits for any one standby (`ANY 1 (*)`): whichever
- * replica is promoted later, the most advanced one has every acknowledged commit.
+ * Synchronous replication waits for any one standby (see synchronousStandbyNames):
+ * whichever replica is promoted later, the most advanced one has every
+ * acknowledged commit.
  * With an object store, archive_mode and archive_command hand each WAL segment
  * to pgBackRest.
  */
@@ -34,10 +36,24 @@ export function postgresOperatorSettings(db: DatabaseObject): Array<[string, str
     ['wal_receiver_timeout', `'5s'`],
     ['wal_sender_timeout', `'5s'`],
   ];
-  if (db.spec.replication?.synchronous) settings.push(['synchronous_standby_names', `'ANY 1 (*)'`]);
+  if (db.spec.replication?.synchronous)
+    settings.push(['synchronous_standby_names', postgresValue(synchronousStandbyNames(db))]);
   // With spec.backup.objectStore: every WAL segment is archived by pgBackRest (backup/pgbackrest.ts).
   settings.push(...archiveSettings(db));
   return settings;
+}
+
+/**
+ * Any one of the Database's own instances confirms a commit, named: each standby connects with its
+ * Pod's name as application_name. Never `*`, which counts any replication connection: a new
+ * standby's pg_basebackup stream, or a stranger's, would confirm commits that no instance that
+ * can be promoted holds. Every name the Database can have is listed (ordinals up to
+ * MAX_REPLICAS), so scaling changes nothing here and restarts nothing; the primary's own name
+ * never matches a standby.
+ */
+export function synchronousStandbyNames(db: DatabaseObject): string {
+  const names = Array.from({ length: MAX_REPLICAS }, (_, i) => `"${podName(db, i)}"`);
+  return `ANY 1 (${names.join(', ')})`;
 }
 
 /** postgresql.conf: the operator's settings, then the (validated) parameters as quoted strings. */
