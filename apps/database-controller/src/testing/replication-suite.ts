@@ -89,6 +89,33 @@ export interface EngineUnderTest {
  * The host PID of the process of a Pod's container that `matches`: the
  * kubelet's cgroups carry the Pod's uid.
  */
+/**
+ * The processes of a Pod's containers that descend from a container's own first process (PID 1 in
+ * its namespace): the engine and what it started, never the sandbox, nor the processes the kubelet
+ * execs beside them (probes, hooks). A hang stops the first kind only: a probe stopped with them
+ * would keep its exec open (containerd waits for its output until the kubelet's 2 min runtime
+ * request timeout), and the kubelet would probe nothing meanwhile.
+ */
+export function containerProcessTrees(podUid: string): number[] {
+  const pids = podPids(podUid, (argv) => !isSandbox(argv));
+  const parent = new Map<number, number>();
+  const first = new Set<number>();
+  for (const pid of pids) {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      parent.set(pid, Number(/^PPid:\s+(\d+)/m.exec(status)?.[1] ?? 0));
+      if (/^NSpid:.*\s1$/m.test(status)) first.add(pid);
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  const descends = (pid: number) => {
+    for (let p: number | undefined = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++)
+      if (first.has(p)) return true;
+    return false;
+  };
+  return pids.filter(descends);
+}
 export function serverPid(podUid: string, matches: (argv: string[]) => boolean): number | undefined {
   return podPids(podUid, matches)[0];
 }
@@ -837,7 +864,8 @@ export function describeReplication(e: EngineUnderTest): void {
 
     test("the primary's processes hung (SIGSTOP) under write load: its readiness fails, a replica takes over, never two writable", async (t) => {
       // A hang the kubelet does not report as a crash: the container runs, the server answers no one.
-      // Every process of the Pod but its sandbox is stopped; the fence's kill ends them.
+      // Every process the Pod's containers started is stopped (not the sandbox, not the kubelet's
+      // probes); the fence's kill ends them.
       let hung: number[] = [];
       try {
         const { lost } = await underLoad(
@@ -845,7 +873,7 @@ export function describeReplication(e: EngineUnderTest): void {
           'primary hung',
           async (primary) => {
             const p = await pods().get(primary, { namespace: ns });
-            hung = podPids(p.metadata!.uid!, (argv) => !isSandbox(argv));
+            hung = containerProcessTrees(p.metadata!.uid!);
             assert.ok(hung.length > 0, `the processes of ${primary}`);
             for (const pid of hung) process.kill(pid, 'SIGSTOP');
           },
