@@ -519,16 +519,36 @@ describe('Database controller', () => {
     await create('kst');
     assert.equal((await kstatus(await ready('kst'))).status, 'Current');
 
-    // A minor upgrade is a rollout: every observation until Ready again is InProgress, none Failed.
+    // A minor upgrade is a rollout: every status written for it until Ready again is InProgress,
+    // none Failed. A watch sees each write (on KWOK the rollout can end between two polls).
+    const writes: DatabaseObject[] = [];
+    const watching = new AbortController();
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    const watched = (async () => {
+      for await (const e of client.watch<DatabaseObject>(Database.type, {
+        namespace: ns,
+        fieldSelector: 'metadata.name=kst',
+        signal: watching.signal,
+        onOpen: opened,
+      }))
+        if (e.type === 'MODIFIED') writes.push(e.object);
+    })();
+    await open;
     const changed = await patch('kst', { version: '16.8' });
-    const seen: string[] = [];
-    await eventually('kst upgraded and Ready', async () => {
-      const d = await get('kst');
-      const { status } = await kstatus(d);
-      if (d.status?.observedGeneration === changed.metadata.generation)
-        seen.push(`${status}/${cond(d, 'Ready')?.reason}`);
-      return status === 'Current' && d.status?.currentVersion === '16.8';
-    });
+    try {
+      await eventually('kst upgraded and Ready', async () => {
+        const d = await get('kst');
+        return (await kstatus(d)).status === 'Current' && d.status?.currentVersion === '16.8';
+      });
+    } finally {
+      watching.abort();
+      await watched.catch(() => {});
+    }
+    const forChange = writes.filter((d) => d.status?.observedGeneration === changed.metadata.generation);
+    const seen = await Promise.all(
+      forChange.map(async (d) => `${(await kstatus(d)).status}/${cond(d, 'Ready')?.reason}`),
+    );
     assert.ok(
       seen.some((s) => s.startsWith('InProgress/')),
       `InProgress while the replicas start: ${seen.join(' ')}`,

@@ -659,6 +659,35 @@ export function describeReplication(e: EngineUnderTest): void {
       }
     });
 
+    /**
+     * Each change of the Database's ReplicationHealthy condition from `fromMs` until stop(), as
+     * `+seconds status reason: message`: what status told a person while a scenario ran.
+     */
+    const recordReplicationStatus = (fromMs: number) => {
+      const said: string[] = [];
+      let last = '';
+      const polling = new AbortController();
+      const done = (async () => {
+        while (!polling.signal.aborted) {
+          const c = await get().then(
+            (db) => cond(db, 'ReplicationHealthy'),
+            () => undefined,
+          );
+          const now = c ? `${c.status} ${c.reason}: ${c.message}` : '';
+          if (now && now !== last) said.push(`+${((Date.now() - fromMs) / 1000).toFixed(1)} s ${now}`);
+          last = now || last;
+          await cadence(500, undefined, { signal: polling.signal }).catch(() => {});
+        }
+      })();
+      return {
+        stop: async () => {
+          polling.abort();
+          await done;
+          return said;
+        },
+      };
+    };
+
     /** The namespace's Events between two moments, as `+seconds object reason: message`. */
     const timeline = async (fromMs: number, toMs: number) => {
       const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
@@ -717,10 +746,12 @@ export function describeReplication(e: EngineUnderTest): void {
       const before = await until(`${what}: healthy before`, healthy);
       const old = before.status!.currentPrimary!;
       const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
+      let said: ReturnType<typeof recordReplicationStatus> | undefined;
       try {
         await sampler.waitForRound('one writable instance', (r) => r.writable.length === 1, 30_000);
         await explained(writer.waitForAcks((await writer.acked()).length + 50, 60_000));
         const lostAt = Date.now();
+        said = recordReplicationStatus(lostAt);
         await lose(old);
         const resumed = await explained(writer.waitForAckAfter(lostAt, 180_000));
         const after = await until(
@@ -729,6 +760,7 @@ export function describeReplication(e: EngineUnderTest): void {
           300_000,
         );
         const rejoined = Date.now();
+        const statusSaid = await said.stop();
         await leaseFollows(after.status!.currentPrimary!);
         await explained(writer.waitForAcks((await writer.acked()).length + 50, 60_000));
         const summary = await sampler.stop();
@@ -783,6 +815,7 @@ export function describeReplication(e: EngineUnderTest): void {
                 )
                 .join('; '),
           );
+          t.diagnostic(`${what}: what ReplicationHealthy said meanwhile: ${statusSaid.join('; ')}`);
         }
         t.diagnostic(
           // Writes resumed: the end of the longest gap (the first ack after the loss may still be the
@@ -798,6 +831,7 @@ export function describeReplication(e: EngineUnderTest): void {
         const moves = summary.writableSequence.length - 1;
         return { lost, old, primary: after.status!.currentPrimary!, outageMs: outage, moves };
       } finally {
+        await said?.stop();
         await sampler.stop().catch(() => {});
       }
     };
