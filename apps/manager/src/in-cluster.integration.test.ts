@@ -91,7 +91,17 @@ test('deploy/ applied with the image from the Dockerfile: both replicas Ready th
       180_000,
       500,
     );
-  assert.ok((await metric(leader, 'controller_runtime_reconcile_total', { controller: 'database' })) > 0);
+  const reconciled = await metric(leader, 'controller_runtime_reconcile_total', { controller: 'database' });
+  if (!(reconciled > 0)) {
+    // A leader that lost its Lease exits, and its restarted process counts from zero: say so.
+    const now = await inst.pods();
+    assert.fail(
+      `the leader ${leader.metadata.name} counts ${reconciled} Database reconciles; the Lease names ${(await inst.lease()).spec.holderIdentity} now; restarts: ` +
+        now
+          .map((p) => `${p.metadata.name} ${p.status.containerStatuses?.[0]?.restartCount ?? '?'}`)
+          .join(', '),
+    );
+  }
   assert.equal(await metric(standby, 'controller_runtime_reconcile_total'), 0);
   // Real engines, from the overlay's catalog: the Database's replicas stream from its primary.
   const db = await orders();

@@ -50,6 +50,8 @@ export class TestEnv {
   readonly kubeConfig: KubeConfig;
   readonly #owned: boolean;
   readonly #ownedDir: string | undefined;
+  /** The namespaces newNamespace({ realNode: true }) made: deleted by stop(). */
+  readonly #realNodeNamespaces: string[] = [];
 
   constructor(controlPlane: ControlPlane, owned: boolean, ownedDir?: string) {
     this.controlPlane = controlPlane;
@@ -134,6 +136,7 @@ export class TestEnv {
       },
     });
     if (res.status !== 201) throw new Error(`testenv: creating namespace ${name}: ${res.body}`);
+    if (options.realNode) this.#realNodeNamespaces.push(name);
     // The controller-manager fills a new namespace with its default ServiceAccount
     // and the kube-root-ca.crt ConfigMap. Waiting for both hands tests a settled
     // namespace: no Pod rejected for a missing ServiceAccount, no stray ConfigMap
@@ -191,6 +194,18 @@ export class TestEnv {
   }
 
   async stop(): Promise<void> {
+    // A file's real Pods would run on after it, probed by the kubelet every few seconds, and slow
+    // every later file on the shared node (a CI run's last projects took twice as long beside 43
+    // of them): its real-node namespaces go with it. Their deletion is not waited for.
+    await Promise.all(
+      this.#realNodeNamespaces
+        .splice(0)
+        .map((ns) =>
+          adminRequest(this.controlPlane.credentials, 'DELETE', `/api/v1/namespaces/${ns}`).catch(
+            () => undefined,
+          ),
+        ),
+    );
     if (!this.#owned) return;
     await this.controlPlane.stop();
     if (this.#ownedDir) rmSync(this.#ownedDir, { recursive: true, force: true });
