@@ -51,6 +51,8 @@ const q = `controller="database", name="database"`;
 /** A Database whose backups the manager reports on. */
 const orders = `database_namespace="shop", database="orders"`;
 const lease = 'name="regulon-manager"';
+/** A replicated Database, as the replication gauges label it. */
+const owner = (name: string) => `kind="Database", owner_namespace="shop", owner="${name}"`;
 /**
  * A replica's `up`, and what every manager replica exports from start-up and
  * makes it a manager target: scraped throughout, or until minute 2, after
@@ -90,6 +92,10 @@ const otherOperator = [
   { series: `workqueue_depth{${g}, ${q}}`, values: '0+3x60' },
   { series: `leader_election_master_status{${g}, name="databases-operator"}`, values: '0x60' },
   { series: `regulon_database_backup_failing{${g}, ${orders}}`, values: '1x60' },
+  {
+    series: `regulon_replication_failover_quorum_missing_instances{${g}, ${owner('orders')}}`,
+    values: '1x60',
+  },
 ];
 /** Two replicas, both scraped, a leads, with the other operator beside them: what most cases stand on. */
 const replicas = [
@@ -125,6 +131,11 @@ const healthy = [
   { series: `workqueue_depth{${a}, ${q}}`, values: '0 3 0 1 0 0 2 0x53' },
   // A backup failed once and the next slot's succeeded: no alert.
   { series: `regulon_database_backup_failing{${a}, ${orders}}`, values: '0 1 1 0x57' },
+  // A failover waited under a minute for a standby to answer: no alert.
+  {
+    series: `regulon_replication_failover_quorum_missing_instances{${a}, ${owner('orders')}}`,
+    values: '0 1 0x58',
+  },
 ];
 const firing = (alertname: string, labels: string, severity: 'warning' | 'critical') =>
   `ALERTS{alertname="${alertname}", alertstate="firing", severity="${severity}"${labels ? `, ${labels}` : ''}}`;
@@ -279,6 +290,34 @@ const ruleTests = (rulesFile: string) => ({
           exp_samples: [
             {
               labels: firing('RegulonDatabaseBackupFailing', `${j}, ${orders}`, 'warning'),
+              value: 1,
+            },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'a synchronous failover waits for its quorum: RegulonFailoverWaitsForQuorum after a minute, for that Database only',
+      interval: '1m',
+      input_series: [
+        ...replicas,
+        {
+          series: `regulon_replication_failover_quorum_missing_instances{${a}, ${owner('orders')}}`,
+          values: '0 0 1x40',
+        },
+        {
+          series: `regulon_replication_failover_quorum_missing_instances{${a}, ${owner('ledger')}}`,
+          values: '0x40',
+        },
+      ],
+      promql_expr_test: [
+        noneFiringAt(2),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '5m',
+          exp_samples: [
+            {
+              labels: firing('RegulonFailoverWaitsForQuorum', `${j}, ${owner('orders')}`, 'critical'),
               value: 1,
             },
           ],

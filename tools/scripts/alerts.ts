@@ -139,6 +139,20 @@ or group by (job, namespace) (${MANAGER_TARGETS}) unless on (job, namespace) lea
       description: `The latest backup of Database {{ $labels.database }} in {{ $labels.database_namespace }} failed and none has succeeded since, for ${THRESHOLDS.backupFailingFor}: the object store is missing new base backups (archived WAL may be stuck too), and point-in-time recovery does not reach past the last good one. \`kubectl get databasebackups -n {{ $labels.database_namespace }}\` shows the failed one; its Succeeded condition and Warning Events say why (store unreachable, keys refused, bucket missing). The Database keeps serving.`,
     },
   },
+  {
+    alert: 'RegulonFailoverWaitsForQuorum',
+    // A synchronous failover that cannot prove any standby holds every acknowledged commit
+    // promotes nobody: no instance accepts writes until a standby returns or a person decides.
+    expr: `max by (job, namespace, kind, owner_namespace, owner) (regulon_replication_failover_quorum_missing_instances ${ON_NODE}) > 0`,
+    for: '1m',
+    labels: { severity: 'critical' },
+    annotations: {
+      summary:
+        '{{ $labels.kind }} {{ $labels.owner_namespace }}/{{ $labels.owner }} has no primary: its failover waits for standbys',
+      description:
+        '{{ $labels.kind }} {{ $labels.owner }} in {{ $labels.owner_namespace }} lost its primary, and {{ $value }} standby(s) do not answer, without which no standby provably holds every acknowledged commit: nothing is promoted and writes fail. Its ReplicationHealthy condition (FailoverQuorumNotReached) names them. Bring them back; or, accepting that the commits only they hold are lost, name an answering standby in the regulon.dev/force-promote annotation.',
+    },
+  },
 ];
 
 /** The rule groups, as both a PrometheusRule's spec and a plain Prometheus rules file hold them. */

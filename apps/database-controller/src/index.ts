@@ -1,5 +1,5 @@
 import { Kinds, type KubeObject } from '@regulon/client';
-import { MANAGED_BY, reachabilityReporter } from '@regulon/conventions';
+import { failoverQuorumReporter, MANAGED_BY, reachabilityReporter } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheReader, Context, Manager } from '@regulon/runtime';
 import { Database } from './api.ts';
@@ -76,6 +76,7 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
   const executor = options.executor ?? new PodExec(options.kubeConfig);
   const stanzas = new Stanzas(executor);
   const reportReachability = reachabilityReporter(mgr.registry, 'Database');
+  const reportQuorum = failoverQuorumReporter(mgr.registry, 'Database');
   const builder = mgr
     .controller(CONTROLLER_NAME)
     .for(Database, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'StatefulSet Pods, backup Jobs' } })
@@ -116,7 +117,10 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
     })
     .withStatus((db, problem, ctx) => {
       const replication = views.get(ctx);
-      if (replication?.replicated) reportReachability(db, db.status?.conditions, replication.plan, ctx);
+      if (replication?.replicated) {
+        reportReachability(db, db.status?.conditions, replication.plan, ctx);
+        reportQuorum(db, db.status?.conditions, replication.plan, ctx);
+      }
       return computeStatus(db, {
         ...observedFrom(db, ctx, catalog, backupsWatched),
         agentImage: options.instanceAgentImage,

@@ -10,6 +10,12 @@ export const MAX_NAME_LENGTH = 45;
 /** The most instances a Database runs (spec.replicas): ordinals 0 to MAX_REPLICAS - 1. */
 export const MAX_REPLICAS = 5;
 
+/**
+ * In synchronous mode, how many standbys confirm each commit (postgres: `ANY 1 (…)`; mariadb:
+ * rpl_semi_sync_master_wait_for_slave_count's default). A failover counts its quorum with it.
+ */
+export const SYNCHRONOUS_CONFIRMATIONS = 1;
+
 export interface ChildNames {
   statefulSet: string;
   headlessService: string;

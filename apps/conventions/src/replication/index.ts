@@ -30,6 +30,7 @@ export {
   type RollingStatefulSet,
 } from './members.ts';
 export { topologyData, topologyFromData } from './topology.ts';
+export { failoverQuorumReporter, QUORUM_METRIC, QUORUM_REASON } from './quorum-report.ts';
 export { carryOutStep, type StepActions } from './steps.ts';
 export { applyRoleLabels, deleteObservedPod } from './pods.ts';
 export {

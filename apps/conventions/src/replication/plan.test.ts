@@ -625,4 +625,116 @@ describe('replication plan', () => {
       });
     });
   });
+
+  describe('synchronous mode: a failover promotes only under the quorum rule', () => {
+    const sync = { synchronous: { confirmations: 1 } };
+    const lost = member(0, undefined, { troubleSince: NOW - 60_000 });
+    // db-1 confirmed the last commits and hung with the primary; db-2 fell behind.
+    const hung = member(1, undefined, { troubleSince: NOW - 60_000 });
+    const lagging = member(2, standby(900n, { streaming: false }));
+    const seen = { lsn: 800n, followers: new Set(['db-1', 'db-2']) };
+
+    test('too few standbys answer: nothing is promoted, with or without memory, and the plan names whom it waits for', () => {
+      for (const lastAnswer of [seen, undefined]) {
+        const p = plan(input([lost, hung, lagging], { ...sync, lastAnswer }));
+        assert.equal(p.step, undefined, 'the lagging follower is never promoted');
+        assert.deepEqual(p.quorum, { silent: ['db-1'], answered: ['db-2'], needed: 2 });
+        assert.match(p.waiting ?? '', /needs 2 standby\(s\) to answer .* 1 answer, waiting for db-1/);
+      }
+      const async = plan(input([lost, hung, lagging], { lastAnswer: seen }));
+      assert.equal(
+        async.step?.kind === 'topology' && async.step.topology.primary,
+        'db-2',
+        'asynchronous mode takes the follower: its loss is bounded, not zero',
+      );
+    });
+
+    test('every standby answers: the most advanced is promoted, whatever the memory says', () => {
+      const back = member(1, standby(1200n, { streaming: false }));
+      for (const lastAnswer of [{ lsn: 800n, followers: new Set(['db-2']) }, undefined]) {
+        const p = plan(input([lost, back, lagging], { ...sync, lastAnswer }));
+        assert.equal(p.step?.kind === 'topology' && p.step.topology.primary, 'db-1');
+        assert.equal(p.step?.kind === 'topology' && p.step.reason, 'Failover');
+        assert.equal(p.quorum, undefined);
+      }
+    });
+
+    test('W of N: five instances confirming each commit on two need three of the four standbys', () => {
+      const five = (answering: number[]) => [
+        lost,
+        ...[1, 2, 3, 4].map((i) =>
+          answering.includes(i) ? member(i, standby(BigInt(900 + i))) : member(i, undefined),
+        ),
+      ];
+      const two = { replicas: 5, synchronous: { confirmations: 2 } };
+      const short = plan(input(five([1, 2]), two));
+      assert.equal(short.step, undefined);
+      assert.deepEqual(short.quorum, { silent: ['db-3', 'db-4'], answered: ['db-1', 'db-2'], needed: 3 });
+      const enough = plan(input(five([1, 2, 3]), two));
+      assert.equal(enough.step?.kind === 'topology' && enough.step.topology.primary, 'db-3');
+    });
+
+    test('a missing Pod is a silent standby: its volume may hold the last commits', () => {
+      const gone = member(1, undefined, { uid: undefined, ready: false });
+      const p = plan(input([lost, gone, lagging], sync));
+      assert.equal(p.step, undefined);
+      assert.deepEqual(p.quorum?.silent, ['db-1']);
+    });
+
+    test('while the failover delay runs nothing is reported; once it is due the wait is', () => {
+      const early = plan(input([member(0, undefined, { troubleSince: NOW - 4_000 }), hung, lagging], sync));
+      assert.equal(early.step, undefined);
+      assert.equal(early.quorum, undefined);
+      assert.equal(early.recheckInMs, 6_000, 'looked at again when the delay runs out');
+    });
+
+    test('the most advanced answering standby is leaving: only one level with it is promoted', () => {
+      const leaving = member(3, standby(1200n));
+      const p = plan(input([lost, member(1, standby(1000n)), member(2, standby(900n)), leaving], sync));
+      assert.equal(p.step, undefined, 'db-1 lacks commits only db-3 may hold');
+      assert.match(p.waiting ?? '', /db-3 holds the most recent commits but cannot take over/);
+      const level = plan(input([lost, member(1, standby(1200n)), member(2, standby(900n)), leaving], sync));
+      assert.equal(level.step?.kind === 'topology' && level.step.topology.primary, 'db-1');
+    });
+
+    test('an expired Lease ends the wait for the old primary, not the wait for a quorum', () => {
+      const readyButGone = member(0, undefined, { ready: true, troubleSince: undefined, label: 'primary' });
+      const lease: LeaseJudgement = { state: 'expired', holder: 'db-0', resourceVersion: '5' };
+      const p = plan(input([readyButGone, hung, lagging], { ...sync, primaryLease: lease }));
+      assert.equal(p.step, undefined);
+      assert.deepEqual(p.quorum?.silent, ['db-1']);
+    });
+
+    test("a person's order promotes an answering standby, and the message says what is lost", () => {
+      const p = plan(input([lost, hung, lagging], { ...sync, forcePromote: 'db-2' }));
+      assert.equal(p.step?.kind === 'topology' && p.step.reason, 'ForcedFailover');
+      assert.equal(p.step?.kind === 'topology' && p.step.topology.primary, 'db-2');
+      assert.match(
+        p.step?.kind === 'topology' ? p.step.message : '',
+        /db-2 takes over by a person's order, at position 900, .*db-1 did not answer and may hold acknowledged commits it lacks/,
+      );
+      const silentOne = plan(input([lost, hung, lagging], { ...sync, forcePromote: 'db-1' }));
+      assert.equal(silentOne.step, undefined, 'an instance that does not answer cannot be promoted');
+      const asyncStuck = plan(
+        input([lost, member(1, standby(700n, { streaming: false }))], {
+          replicas: 2,
+          lastAnswer: { lsn: 800n, followers: new Set() },
+          forcePromote: 'db-1',
+        }),
+      );
+      assert.equal(asyncStuck.step?.kind === 'topology' && asyncStuck.step.reason, 'ForcedFailover');
+      assert.match(
+        asyncStuck.step?.kind === 'topology' ? asyncStuck.step.message : '',
+        /writes the lost primary made after position 800 may be missing/,
+      );
+      const needless = plan(
+        input([lost, member(1, standby(1200n)), lagging], { ...sync, forcePromote: 'db-2' }),
+      );
+      assert.equal(
+        needless.step?.kind === 'topology' && needless.step.topology.primary,
+        'db-1',
+        'with a quorum the rule decides: the order is not needed',
+      );
+    });
+  });
 });

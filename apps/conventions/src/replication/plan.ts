@@ -21,6 +21,7 @@
  * longer waits for a Pod object only the kubelet can remove (a lost node).
  */
 import type { LeaseJudgement } from './primary-lease.ts';
+import { failoverQuorum, moreAdvanced } from './quorum.ts';
 
 export interface Topology {
   primary: string;
@@ -107,6 +108,17 @@ export interface PlanInput {
    * have a majority (see failsafeBlocks).
    */
   primaryFailsafe?: boolean | undefined;
+  /**
+   * Synchronous replication: each commit was acknowledged once `confirmations` standbys had it. A
+   * lost primary is then replaced only under the quorum rule (see quorum.ts), never on memory.
+   */
+  synchronous?: { confirmations: number } | undefined;
+  /**
+   * A person's order to promote this instance although no standby provably holds every commit
+   * (no quorum answers, or none holds the lost primary's last writes): what may be lost is said
+   * in the step's message.
+   */
+  forcePromote?: string | undefined;
 }
 
 /**
@@ -131,7 +143,8 @@ export type Step =
   | {
       kind: 'topology';
       topology: Topology;
-      reason: 'Initialized' | 'Failover' | 'Switchover';
+      /** ForcedFailover: a person's forcePromote, taking what the message says may be lost. */
+      reason: 'Initialized' | 'Failover' | 'ForcedFailover' | 'Switchover';
       message: string;
     }
   | { kind: 'fence'; pod: string; uid: string; graceful: boolean; message: string }
@@ -167,14 +180,12 @@ export interface Plan {
   waiting: string | undefined;
   /** Milliseconds until the plan may change without any event (a failover delay running out). */
   recheckInMs: number | undefined;
+  /**
+   * Synchronous mode, a failover due: too few standbys answer for one of them to provably hold
+   * every acknowledged commit, so nothing is promoted. `silent` are those it waits for.
+   */
+  quorum?: { silent: string[]; answered: string[]; needed: number } | undefined;
 }
-
-const better = (a: Member, b: Member) =>
-  a.server!.lsn !== b.server!.lsn
-    ? a.server!.lsn > b.server!.lsn
-    : a.server!.replayLsn !== b.server!.replayLsn
-      ? a.server!.replayLsn > b.server!.replayLsn
-      : a.ordinal < b.ordinal;
 
 /** The most advanced standby of this cluster that may take over, among the Pods that stay (and pass `eligible`). */
 function bestStandby(
@@ -188,26 +199,75 @@ function bestStandby(
     if (m.pod === except || !s || s.writable || m.ordinal >= input.replicas || m.deleting) continue;
     if (input.systemId && s.systemId !== input.systemId) continue;
     if (!eligible(m)) continue;
-    if (!best || better(m, best)) best = m;
+    if (!best || moreAdvanced(m, best)) best = m;
   }
   return best;
+}
+
+/** Who takes over, or why nobody does. */
+interface Successor {
+  member?: Member | undefined;
+  /** Why nobody takes over (with `member` undefined). */
+  why?: string;
+  quorum?: Plan['quorum'];
+  /** The member is a person's forced choice: what that may lose. */
+  forced?: string;
 }
 
 /**
  * Who may take over from a primary that stops. A planned stop (its Pod deleted) hands over only
  * to a standby that streamed from it: its clean shutdown sends those every write, and a Ready
- * standby that is still catching up would lack them. A lost primary may also be replaced by a
- * standby that holds everything it had written when last seen (Patroni's maximum lag on
- * failover, at zero). With no memory of the primary (a new leader), any standby may.
+ * standby that is still catching up would lack them. A lost primary in synchronous mode is
+ * replaced only under the quorum rule (quorum.ts); otherwise by a standby that streamed from it
+ * or holds everything it had written when last seen (Patroni's maximum lag on failover, at
+ * zero). With no memory of the primary (a new leader), asynchronous mode takes any standby.
  */
-function successor(input: PlanInput, planned: boolean): Member | undefined {
+function successor(input: PlanInput, planned: boolean): Successor {
+  const primary = input.topology.primary;
+  if (input.synchronous && !planned) {
+    const q = failoverQuorum({
+      standbys: input.members.filter((m) => m.pod !== primary),
+      confirmations: input.synchronous.confirmations,
+      systemId: input.systemId,
+    });
+    if (!q.reached) {
+      const why = `synchronous: a failover needs ${q.needed} standby(s) to answer so that one of them provably holds every acknowledged commit; ${q.answered.length} answer, waiting for ${q.silent.join(', ')}`;
+      const quorum = { silent: q.silent, answered: q.answered.map((m) => m.pod), needed: q.needed };
+      return (
+        forced(input, `${q.silent.join(', ')} did not answer and may hold acknowledged commits it lacks`) ?? {
+          why,
+          quorum,
+        }
+      );
+    }
+    const top = q.mostAdvanced.server!;
+    const member = bestStandby(input, primary, (m) => m.server!.lsn >= top.lsn);
+    if (member) return { member };
+    const why = `synchronous: ${q.mostAdvanced.pod} holds the most recent commits but cannot take over (it is being removed); waiting for it`;
+    return forced(input, `${q.mostAdvanced.pod} holds commits it lacks`) ?? { why };
+  }
   const seen = input.lastAnswer;
-  if (!seen) return bestStandby(input, input.topology.primary);
-  return bestStandby(
+  const member = bestStandby(
     input,
-    input.topology.primary,
-    (m) => seen.followers.has(m.pod) || (!planned && m.server!.lsn >= seen.lsn),
+    primary,
+    (m) => !seen || seen.followers.has(m.pod) || (!planned && m.server!.lsn >= seen.lsn),
   );
+  if (member || planned) return { member };
+  if (!seen || !bestStandby(input, primary))
+    return { why: `primary ${primary} is not serving, and no standby can take over` };
+  const why = `primary ${primary} is not serving, and no standby streamed from it or holds its last writes: waiting for it to return`;
+  return forced(input, `writes the lost primary made after position ${seen.lsn} may be missing`) ?? { why };
+}
+
+/** The standby a person forces to take over, when it can (an answering standby that stays). */
+function forced(input: PlanInput, risk: string): Successor | undefined {
+  const pod = input.forcePromote;
+  const member = pod ? bestStandby(input, input.topology.primary, (m) => m.pod === pod) : undefined;
+  if (!member) return undefined;
+  return {
+    member,
+    forced: `${member.pod} takes over by a person's order, at position ${member.server!.lsn}, without proof that it holds every acknowledged write: ${risk}, and are lost`,
+  };
 }
 
 export function plan(input: PlanInput): Plan {
@@ -253,7 +313,7 @@ export function plan(input: PlanInput): Plan {
   // after the failover delay, so that the Pod the StatefulSet makes next reads the new name and
   // starts as a standby. The old one keeps writing until it stops; the stray rule above waits for that.
   if (named?.deleting && topology.initialized) {
-    const best = successor(input, true);
+    const best = successor(input, true).member;
     if (!best && bestStandby(input, topology.primary))
       result.waiting = `primary ${topology.primary} is being deleted, and no standby streamed from it: it is not handed over`;
     if (best) {
@@ -383,16 +443,19 @@ export function plan(input: PlanInput): Plan {
   }
   // The named one is gone or not ready: fail over once it has been so for the delay,
   // if a standby can take over at all (one instance waits for its Pod to come back).
-  const best = successor(input, false);
-  if (!best) {
-    result.waiting = bestStandby(input, topology.primary)
-      ? `primary ${topology.primary} is not serving, and no standby streamed from it or holds its last writes: waiting for it to return`
-      : `primary ${topology.primary} is not serving, and no standby can take over`;
-    return result;
-  }
+  const chosen = successor(input, false);
   const since = named?.troubleSince ?? input.now;
   const left = since + input.failoverDelayMs - input.now;
-  if (left > 0 && !leaseLost) {
+  const delayRuns = left > 0 && !leaseLost;
+  const best = chosen.member;
+  if (!best) {
+    result.waiting = chosen.why;
+    if (delayRuns) result.recheckInMs = left;
+    // Reported (condition, Event, metric) once the failover is due, not while the delay runs.
+    else result.quorum = chosen.quorum;
+    return result;
+  }
+  if (delayRuns) {
     // A message that stays the same while the delay runs: the status is not rewritten each poll.
     result.waiting = `primary ${topology.primary} lost; ${best.pod} takes over at ${new Date(since + input.failoverDelayMs).toISOString()} unless it returns`;
     result.recheckInMs = left;
@@ -401,10 +464,12 @@ export function plan(input: PlanInput): Plan {
   result.step = {
     kind: 'topology',
     topology: { ...topology, primary: best.pod },
-    reason: 'Failover',
-    message: leaseLost
-      ? `primary ${topology.primary} lost: its primary Lease expired unrenewed; ${best.pod}, the most advanced standby, takes over`
-      : `primary ${topology.primary} lost for ${Math.round((input.now - since) / 1000)} s: ${best.pod}, the most advanced standby, takes over`,
+    reason: chosen.forced ? 'ForcedFailover' : 'Failover',
+    message:
+      chosen.forced ??
+      (leaseLost
+        ? `primary ${topology.primary} lost: its primary Lease expired unrenewed; ${best.pod}, the most advanced standby, takes over`
+        : `primary ${topology.primary} lost for ${Math.round((input.now - since) / 1000)} s: ${best.pod}, the most advanced standby, takes over`),
   };
   return result;
 }
@@ -497,7 +562,7 @@ function rollingUpdate(input: PlanInput, primary: Member, result: Plan): void {
   }
   let best: Member | undefined;
   for (const m of staying)
-    if (m !== primary && !m.outdated && m.server?.streaming && (!best || better(m, best))) best = m;
+    if (m !== primary && !m.outdated && m.server?.streaming && (!best || moreAdvanced(m, best))) best = m;
   if (!best) return;
   result.step = {
     kind: 'topology',

@@ -1,6 +1,7 @@
 import type { Condition, Context } from '@regulon/runtime';
 import { Gauge, type Registry } from 'prom-client';
 import type { Plan } from './plan.ts';
+import { QUORUM_REASON } from './quorum-report.ts';
 
 /**
  * A manager cut off from the instances changes nothing (plan() keeps the roles
@@ -30,13 +31,18 @@ export function reachabilityCondition(plan: Plan): {
 
 /**
  * ReplicationHealthy, where the engine's own words do not count yet: False while no
- * instance holds the primary role, Unknown while the manager cannot see every instance.
+ * instance holds the primary role (FailoverQuorumNotReached while a synchronous failover waits
+ * for its quorum), Unknown while the manager cannot see every instance.
  */
 export function replicationUnsettled(
   plan: Plan,
 ): { status: 'False' | 'Unknown'; reason: string; message: string } | undefined {
   if (!plan.servingPrimary)
-    return { status: 'False', reason: 'NoPrimary', message: plan.waiting ?? 'No instance accepts writes' };
+    return {
+      status: 'False',
+      reason: plan.quorum ? QUORUM_REASON : 'NoPrimary',
+      message: plan.waiting ?? 'No instance accepts writes',
+    };
   if (plan.unobserved.length)
     return {
       status: 'Unknown',

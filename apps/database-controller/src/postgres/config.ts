@@ -1,5 +1,5 @@
 import type { DatabaseObject } from '../api.ts';
-import { MAX_REPLICAS, podName } from '../names.ts';
+import { MAX_REPLICAS, podName, SYNCHRONOUS_CONFIRMATIONS } from '../names.ts';
 import { ENGINE_DEFAULTS } from '../versions.ts';
 import { archiveSettings } from '../backup/pgbackrest.ts';
 
@@ -44,7 +44,7 @@ export function postgresOperatorSettings(db: DatabaseObject): Array<[string, str
 }
 
 /**
- * Any one of the Database's own instances confirms a commit, named: each standby connects with its
+ * SYNCHRONOUS_CONFIRMATIONS of the Database's own instances confirm a commit, named: each standby connects with its
  * Pod's name as application_name. Never `*`, which counts any replication connection: a new
  * standby's pg_basebackup stream, or a stranger's, would confirm commits that no instance that
  * can be promoted holds. Every name the Database can have is listed (ordinals up to
@@ -53,7 +53,7 @@ export function postgresOperatorSettings(db: DatabaseObject): Array<[string, str
  */
 export function synchronousStandbyNames(db: DatabaseObject): string {
   const names = Array.from({ length: MAX_REPLICAS }, (_, i) => `"${podName(db, i)}"`);
-  return `ANY 1 (${names.join(', ')})`;
+  return `ANY ${SYNCHRONOUS_CONFIRMATIONS} (${names.join(', ')})`;
 }
 
 /** postgresql.conf: the operator's settings, then the (validated) parameters as quoted strings. */

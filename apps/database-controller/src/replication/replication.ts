@@ -3,7 +3,7 @@ import { ignoreNotFound, Kinds } from '@regulon/client';
 import type { Context } from '@regulon/runtime';
 import { Database, type DatabaseObject } from '../api.ts';
 import { topologyConfigMap, topologyOf } from '../children.ts';
-import { childNames, ordinalOf, podName, ROLE_LABEL, selector } from '../names.ts';
+import { childNames, ordinalOf, podName, ROLE_LABEL, selector, SYNCHRONOUS_CONFIRMATIONS } from '../names.ts';
 import type { Endpoint, InstanceDriver, Observation } from '../engine.ts';
 import {
   carryOutStep,
@@ -33,6 +33,12 @@ export { ReplicationMemory };
 
 /** A user asks for a switchover by naming the instance (Pod) that should become the primary. */
 export const SWITCHOVER_ANNOTATION = 'regulon.dev/switchover-to';
+/**
+ * A person's order to promote the named instance when no standby provably holds every
+ * acknowledged write (PlanInput.forcePromote): the ForcedFailover Event says what is lost. It is
+ * removed once the topology names a primary it does not stand in the way of.
+ */
+export const FORCE_PROMOTE_ANNOTATION = 'regulon.dev/force-promote';
 const DEFAULT_FAILOVER_DELAY_S = 10;
 /** The primary Lease's duration: the instance agent's default (it fences at its 10 s renew deadline). */
 export const PRIMARY_LEASE_SECONDS = 15;
@@ -153,6 +159,7 @@ export async function reconcileReplication(
     primaryLease = leaseView.judge();
   }
   const switchoverTo = db.metadata.annotations?.[SWITCHOVER_ANNOTATION];
+  const forcePromote = db.metadata.annotations?.[FORCE_PROMOTE_ANNOTATION];
   const decided = plan({
     replicas: db.spec.replicas,
     members,
@@ -165,6 +172,8 @@ export async function reconcileReplication(
     lastAnswer: memory.lastAnswer(db.metadata.uid!, topology.primary, members),
     primaryLease,
     primaryFailsafe: lease?.failsafe,
+    synchronous: db.spec.replication?.synchronous ? { confirmations: SYNCHRONOUS_CONFIRMATIONS } : undefined,
+    forcePromote,
   });
   // A single instance serves reads too: it is the primary, and no read-only Service exists.
   await applyRoleLabels(ctx, db.metadata.namespace!, byName, decided.roles, ROLE_LABEL);
@@ -172,7 +181,10 @@ export async function reconcileReplication(
   if (decided.step) await carryOut(db, ctx, decided.step, topology, seen, now);
   else if (decided.currentPrimary) await tendPrimary(ctx, decided.currentPrimary, instances, seen, db);
   if (switchoverTo && (switchoverTo === decided.currentPrimary || decided.step?.kind === 'refuseSwitchover'))
-    await clearSwitchover(db, ctx);
+    await clearAnnotation(db, ctx, SWITCHOVER_ANNOTATION);
+  // An order that was carried out, or that no longer has anything to force: a primary serves.
+  if (forcePromote && (decided.step?.kind === 'topology' || decided.currentPrimary))
+    await clearAnnotation(db, ctx, FORCE_PROMOTE_ANNOTATION);
   if (decided.waiting) ctx.log.info({ waiting: decided.waiting }, 'replication');
 
   const view: ReplicationView = {
@@ -289,13 +301,13 @@ async function tendPrimary(
   }
 }
 
-async function clearSwitchover(db: DatabaseObject, ctx: Context): Promise<void> {
+async function clearAnnotation(db: DatabaseObject, ctx: Context, annotation: string): Promise<void> {
   await ignoreNotFound(
     ctx.client
       .resource(Database)
       .patch(
         db.metadata.name!,
-        { metadata: { annotations: { [SWITCHOVER_ANNOTATION]: null } } },
+        { metadata: { annotations: { [annotation]: null } } },
         { type: 'merge', namespace: db.metadata.namespace!, signal: ctx.signal },
       ),
   );

@@ -1137,6 +1137,89 @@ export function describeReplication(e: EngineUnderTest): void {
       await waiting(primary);
     });
 
+    test('synchronous replication: the primary and its confirming standby hung together, a lagging standby left: nothing is promoted until a quorum answers; no acknowledged write lost', async (t) => {
+      // The standby left (`lagging`) is cut off from the primary for the whole scenario (dropped
+      // packets: a buffered retransmission would otherwise bring it what it missed), long enough
+      // to miss acknowledged commits, short of the senders' 5 s timeout, so it still counts as
+      // streaming. Then the primary and the other standby (`confirming`, which acknowledged those
+      // commits) hang together. Promoting the lagging one would lose them: the quorum rule waits,
+      // and says for whom; once `confirming` answers again it is promoted, holding every commit.
+      const cuts: Partition[] = [];
+      let hung: number[] = [];
+      let confirmingHung: number[] = [];
+      let waitedMs = 0;
+      let lackedAtWait = 0;
+      let confirming = '';
+      try {
+        const { lost, primary } = await underLoad(
+          t,
+          'sync quorum',
+          async (old) => {
+            const standbys = [pod(0), pod(1), pod(2)].filter((p) => p !== old);
+            const lagging = standbys[0]!;
+            confirming = standbys[1]!;
+            const [oldPod, laggingPod, confirmingPod] = (await Promise.all(
+              [old, lagging, confirming].map((p) => pods().get(p, { namespace: ns })),
+            )) as [V1Pod, V1Pod, V1Pod];
+            const sandbox = podPids(laggingPod.metadata!.uid!, isSandbox)[0];
+            assert.ok(sandbox, `the sandbox of ${lagging}`);
+            const cutAt = Date.now();
+            cuts.push(cutPodOffFrom(sandbox, [oldPod.status!.podIP!]));
+            // Commits acknowledged after the cut: the lagging standby lacks them.
+            await explained(writer!.waitForAckAfter(cutAt + 2_000, 30_000));
+            hung = containerProcessTrees(oldPod.metadata!.uid!);
+            confirmingHung = containerProcessTrees(confirmingPod.metadata!.uid!);
+            assert.ok(
+              hung.length > 0 && confirmingHung.length > 0,
+              `the processes of ${old} and ${confirming}`,
+            );
+            for (const pid of [...hung, ...confirmingHung]) process.kill(pid, 'SIGSTOP');
+            const hungAt = Date.now();
+            const acked = new Set(await writer!.acked());
+            const waiting = await until(
+              `the failover waits for ${confirming}, and says so`,
+              (db) =>
+                cond(db, 'ReplicationHealthy')?.reason === 'FailoverQuorumNotReached' &&
+                (cond(db, 'ReplicationHealthy')?.message ?? '').includes(`waiting for ${confirming}`),
+              90_000,
+            );
+            waitedMs = Date.now() - hungAt;
+            assert.equal(
+              cond(waiting, 'Ready')?.reason,
+              'NoPrimary',
+              'Ready says no instance accepts writes',
+            );
+            assert.notEqual(waiting.status?.currentPrimary, lagging, 'the lagging standby is not promoted');
+            const reasons = await reasonsSince(hungAt);
+            assert.ok(reasons.includes('FailoverQuorumNotReached'), `a Warning Event: ${reasons.join(', ')}`);
+            assert.ok(!reasons.includes('FailoverStarted'), `nothing promoted: ${reasons.join(', ')}`);
+            // The proof that the wait matters: promoting the standby that answers would have lost writes.
+            const rows = (await rowsEverywhere()).find((r) => r.pod === lagging);
+            assert.ok(rows?.ids, `read ${lagging}: ${rows?.error}`);
+            lackedAtWait = lostWrites(acked, rows.ids).length;
+            assert.ok(lackedAtWait > 0, `${lagging} lacks acknowledged commits`);
+            for (const pid of confirmingHung) process.kill(pid, 'SIGCONT');
+            confirmingHung = [];
+          },
+          true,
+        );
+        assert.deepEqual(lost, [], 'the standby that held every acknowledged commit took over');
+        assert.equal(primary, confirming);
+        t.diagnostic(
+          `sync quorum: the failover waited ${(waitedMs / 1000).toFixed(1)} s for ${confirming} (status said FailoverQuorumNotReached); ` +
+            `the lagging standby lacked ${lackedAtWait} acknowledged writes; ${lost.length} lost`,
+        );
+      } finally {
+        for (const pid of [...hung, ...confirmingHung])
+          try {
+            process.kill(pid, 'SIGCONT');
+          } catch {
+            // Killed by the fence, as it should be.
+          }
+        for (const cut of cuts) cut.heal();
+      }
+    });
+
     test('minor upgrade under write load: the replicas first, then one switchover, then the old primary; no acknowledged write lost', async (t) => {
       const before = await until('healthy', healthy);
       assert.equal(before.status?.currentVersion, version);
