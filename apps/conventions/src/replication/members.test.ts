@@ -121,3 +121,20 @@ test('out of touch: since first seen answering as a standby that follows no prim
     'a primary is no standby out of touch',
   );
 });
+
+test('position moved: when first seen, then each time it changes; kept while the server does not answer', () => {
+  const memory = new ReplicationMemory();
+  const at = (lsn: bigint | undefined, now: number) =>
+    memory.positionMovedAt(
+      'uid/db-1',
+      lsn === undefined
+        ? undefined
+        : { writable: false, systemId: '1', timeline: 1, lsn, replayLsn: lsn, streaming: true },
+      now,
+    );
+  assert.equal(at(undefined, NOW), undefined, 'never seen');
+  assert.equal(at(100n, NOW), NOW);
+  assert.equal(at(100n, NOW + 5_000), NOW, 'unchanged');
+  assert.equal(at(250n, NOW + 6_000), NOW + 6_000, 'moved');
+  assert.equal(at(undefined, NOW + 9_000), NOW + 6_000, 'silent: the last move is kept');
+});

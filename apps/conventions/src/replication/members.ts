@@ -26,6 +26,7 @@ export class ReplicationMemory {
   readonly #lastAnswer = new Map<string, { primary: string; seen: PrimaryAnswer }>();
   readonly #leases = new Map<string, PrimaryLeaseView>();
   readonly #outOfTouchSince = new Map<string, number>();
+  readonly #advanced = new Map<string, { lsn: bigint; at: number }>();
   readonly #clock: Clock;
 
   constructor(clock: Clock = realClock) {
@@ -53,6 +54,18 @@ export class ReplicationMemory {
   }
   clearTrouble(key: string): void {
     this.#troubleSince.delete(key);
+  }
+
+  /**
+   * When instance `key`'s position (what it received, or wrote) was last seen to move: first seen,
+   * or changed since the last answer. Kept while it does not answer; undefined before it ever did.
+   */
+  positionMovedAt(key: string, server: Server | undefined, now: number): number | undefined {
+    const known = this.#advanced.get(key);
+    if (!server) return known?.at;
+    if (known?.lsn === server.lsn) return known.at;
+    this.#advanced.set(key, { lsn: server.lsn, at: now });
+    return now;
   }
 
   /**
@@ -184,6 +197,7 @@ export function memberOf(o: {
     label: roleLabel(meta?.labels?.[ROLE_LABEL]),
     server,
     outOfTouchSince: memory.outOfTouch(key, server, now),
+    positionMovedAt: memory.positionMovedAt(key, server, now),
     outdated: o.outdated,
   };
 }

@@ -155,8 +155,27 @@ describe('replication plan', () => {
     });
     assert.match(
       slow.step?.kind === 'fence' ? slow.step.message : '',
-      /10 s into its 30 s grace period: shortening it to 1 s/,
+      /10 s into its 30 s grace period, db-1 having received nothing from it for 10 s: shortening it to 1 s/,
     );
+    // A target that is still receiving (it was behind, and the shutdown sends it the rest) is not
+    // cut off from what it lacks: patience counts from its last move.
+    const receiving = member(1, standby(900n), { positionMovedAt: NOW - 2_000 });
+    const catchingUp = plan(
+      input([{ ...stopping, deletingSince: NOW - 25_000 }, receiving], { topology: moved }),
+    );
+    assert.equal(catchingUp.step, undefined);
+    assert.match(catchingUp.waiting ?? '', /db-0 to stop/);
+    assert.equal(catchingUp.recheckInMs, 8_000);
+    const stalled = plan(
+      input(
+        [
+          { ...stopping, deletingSince: NOW - 25_000 },
+          { ...receiving, positionMovedAt: NOW - 10_000 },
+        ],
+        { topology: moved },
+      ),
+    );
+    assert.equal(stalled.step?.kind, 'fence', 'received nothing for the whole patience: cut short');
     // Its new Pod started after the change (it read the new name): no longer in the way.
     const recreated = member(0, undefined, { uid: 'uid-0b', createdAt: NOW - 3_000, ready: false });
     const p3 = plan(input([recreated, member(1, standby(900n))], { topology: moved }));
@@ -218,6 +237,16 @@ describe('replication plan', () => {
     assert.equal(plan(input(members, { switchoverTo: 'db-2' })).step?.kind, 'refuseSwitchover');
     assert.equal(plan(input(members, { switchoverTo: 'db-7' })).step?.kind, 'refuseSwitchover');
     assert.equal(plan(input(members, { switchoverTo: 'db-0' })).step, undefined, 'already the primary');
+    // Streaming but far behind (maxLag 100): refused, and the primary keeps serving.
+    const lagging = [member(0, primary(1000n)), member(1, standby(850n)), member(2, standby(900n))];
+    const refused = plan(input(lagging, { switchoverTo: 'db-1' }));
+    assert.equal(refused.step?.kind, 'refuseSwitchover');
+    assert.match(
+      refused.step?.kind === 'refuseSwitchover' ? refused.step.message : '',
+      /it is 150 behind the primary, beyond the lag bound \(100\); the primary keeps serving/,
+    );
+    assert.equal(refused.currentPrimary, 'db-0');
+    assert.equal(plan(input(lagging, { switchoverTo: 'db-2' })).step?.kind, 'topology', 'within the bound');
   });
 
   test('scaling below the primary moves it first to a streaming standby that stays', () => {

@@ -33,7 +33,10 @@ export interface Topology {
 /** The grace period (seconds) of an unclean stop: the Pod of a server that may still write and does not answer. */
 export const FENCE_GRACE_SECONDS = 1;
 
-/** How long a former primary's clean shutdown may take before its grace period is cut short. */
+/**
+ * How long a former primary's clean shutdown may go on, with the instance taking over receiving
+ * nothing from it, before its grace period is cut short.
+ */
 export const SHUTDOWN_PATIENCE_MS = 10_000;
 
 /** What one instance's Pod and server say. */
@@ -63,6 +66,8 @@ export interface Member {
    * ReplicationMemory.outOfTouch); undefined while it follows one, or does not answer.
    */
   outOfTouchSince?: number | undefined;
+  /** When its position (`server.lsn`) was last seen to move (ms; see ReplicationMemory.positionMovedAt). */
+  positionMovedAt?: number | undefined;
   /** Its Pod runs an older template than the StatefulSet's, and waits for the manager to replace it (OnDelete). */
   outdated?: boolean;
   server: Server | undefined;
@@ -384,7 +389,11 @@ export function plan(input: PlanInput): Plan {
         startedBefore(m, topology) &&
         !(leased && m.deleting),
     );
-    const stoppingFor = unsafe?.deletingSince !== undefined ? input.now - unsafe.deletingSince : 0;
+    // A clean shutdown first sends its standbys every write: while the one taking over still
+    // receives (a target that was behind, catching up), the shutdown is doing its work, and cutting
+    // it short would lose what is not sent yet. Patience counts from when it last received.
+    const quietSince = Math.max(unsafe?.deletingSince ?? input.now, named.positionMovedAt ?? 0);
+    const stoppingFor = unsafe?.deletingSince !== undefined ? input.now - quietSince : 0;
     if (
       unsafe?.deleting &&
       (unsafe.deletionGraceSeconds ?? 0) > FENCE_GRACE_SECONDS &&
@@ -400,7 +409,7 @@ export function plan(input: PlanInput): Plan {
         pod: unsafe.pod,
         uid: unsafe.uid!,
         graceful: false,
-        message: `${unsafe.pod} does not answer and is still stopping ${Math.round(stoppingFor / 1000)} s into its ${unsafe.deletionGraceSeconds} s grace period: shortening it to ${FENCE_GRACE_SECONDS} s before ${named.pod} is promoted`,
+        message: `${unsafe.pod} does not answer and is still stopping ${Math.round((input.now - unsafe.deletingSince!) / 1000)} s into its ${unsafe.deletionGraceSeconds} s grace period, ${named.pod} having received nothing from it for ${Math.round(stoppingFor / 1000)} s: shortening it to ${FENCE_GRACE_SECONDS} s before ${named.pod} is promoted`,
       };
       return result;
     }
@@ -616,11 +625,18 @@ function switchoverTarget(
       return { refuse: `switchover to ${requested}: no such instance among the ${input.replicas} replicas` };
     if (!m.server || !m.server.streaming || !m.ready)
       return { refuse: `switchover to ${requested}: it is not a ready, streaming standby` };
+    // The old primary's clean shutdown sends the target what it lacks; one far behind would keep
+    // the primary role unserved that long. The primary keeps serving instead.
+    const behind = primary.server!.lsn - m.server.lsn;
+    if (behind > input.maxLag)
+      return {
+        refuse: `switchover to ${requested}: it is ${behind} behind the primary, beyond the lag bound (${input.maxLag}); the primary keeps serving: request it again once it has caught up`,
+      };
     return { member: m, why: `switchover requested: ${primary.pod} hands the primary role to ${m.pod}` };
   }
   if (primary.ordinal >= input.replicas) {
     const best = bestStandby(input, primary.pod);
-    if (best?.server?.streaming && best.ready)
+    if (best?.server?.streaming && best.ready && primary.server!.lsn - best.server.lsn <= input.maxLag)
       return {
         member: best,
         why: `scaling to ${input.replicas}: the primary moves off ${primary.pod}, which is removed, to ${best.pod}`,

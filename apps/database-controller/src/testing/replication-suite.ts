@@ -925,7 +925,10 @@ export function describeReplication(e: EngineUnderTest): void {
     });
 
     test('asynchronous replication, the primary crashed (process killed, Pod deleted) under write load: a replica takes over; the writes lost are counted', async (t) => {
-      const { lost } = await underLoad(t, 'async crash', crash, true);
+      // The Pod of a killed server goes within a second: a manager that did not see it being
+      // deleted sees a primary not ready, and its new Pod may be back, as the primary the topology
+      // names, within the failover delay. Either is right; what is checked is what was lost.
+      const { lost } = await underLoad(t, 'async crash', crash, false);
       t.diagnostic(`asynchronous replication: ${lost.length} acknowledged writes lost in a crash failover`);
     });
 
@@ -1138,12 +1141,13 @@ export function describeReplication(e: EngineUnderTest): void {
     });
 
     test('synchronous replication: the primary and its confirming standby hung together, a lagging standby left: nothing is promoted until a quorum answers; no acknowledged write lost', async (t) => {
-      // The standby left (`lagging`) is cut off from the primary for the whole scenario (dropped
-      // packets: a buffered retransmission would otherwise bring it what it missed), long enough
-      // to miss acknowledged commits, short of the senders' 5 s timeout, so it still counts as
-      // streaming. Then the primary and the other standby (`confirming`, which acknowledged those
-      // commits) hang together. Promoting the lagging one would lose them: the quorum rule waits,
-      // and says for whom; once `confirming` answers again it is promoted, holding every commit.
+      // The standby left (`lagging`) is cut off from the primary (dropped packets, at its Pod IP and
+      // at the client Service's, which standbys replicate through) until the other is promoted: a
+      // buffered retransmission would otherwise bring it what it missed. It misses two seconds of
+      // acknowledged commits, short of the senders' 5 s timeout, so it may still count as streaming.
+      // Then the primary and the other standby (`confirming`, which acknowledged those commits) hang
+      // together. Promoting the lagging one would lose them: the quorum rule waits, and says for
+      // whom; once `confirming` answers again it is promoted, holding every commit.
       const cuts: Partition[] = [];
       let hung: number[] = [];
       let confirmingHung: number[] = [];
@@ -1164,7 +1168,8 @@ export function describeReplication(e: EngineUnderTest): void {
             const sandbox = podPids(laggingPod.metadata!.uid!, isSandbox)[0];
             assert.ok(sandbox, `the sandbox of ${lagging}`);
             const cutAt = Date.now();
-            cuts.push(cutPodOffFrom(sandbox, [oldPod.status!.podIP!]));
+            const service = await client.resource(Kinds.Service).get(NAME, { namespace: ns });
+            cuts.push(cutPodOffFrom(sandbox, [oldPod.status!.podIP!, service.spec!.clusterIP!]));
             // Commits acknowledged after the cut: the lagging standby lacks them.
             await explained(writer!.waitForAckAfter(cutAt + 2_000, 30_000));
             hung = containerProcessTrees(oldPod.metadata!.uid!);
@@ -1200,6 +1205,9 @@ export function describeReplication(e: EngineUnderTest): void {
             assert.ok(lackedAtWait > 0, `${lagging} lacks acknowledged commits`);
             for (const pid of confirmingHung) process.kill(pid, 'SIGCONT');
             confirmingHung = [];
+            // The lagging standby follows the new primary through the Service once it serves.
+            await until(`${confirming} promoted`, (db) => db.status?.currentPrimary === confirming, 120_000);
+            for (const cut of cuts) cut.heal();
           },
           true,
         );
