@@ -131,6 +131,8 @@ const healthy = [
   { series: `workqueue_depth{${a}, ${q}}`, values: '0 3 0 1 0 0 2 0x53' },
   // A backup failed once and the next slot's succeeded: no alert.
   { series: `regulon_database_backup_failing{${a}, ${orders}}`, values: '0 1 1 0x57' },
+  // A standby came back within a minute: no alert.
+  { series: `regulon_database_synchronous_standbys{${a}, ${orders}}`, values: '1 0 1x58' },
   // A failover waited under a minute for a standby to answer: no alert.
   {
     series: `regulon_replication_failover_quorum_missing_instances{${a}, ${owner('orders')}}`,
@@ -320,6 +322,28 @@ const ruleTests = (rulesFile: string) => ({
               labels: firing('RegulonFailoverWaitsForQuorum', `${j}, ${owner('orders')}`, 'critical'),
               value: 1,
             },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'a synchronous primary with no standby confirming: RegulonDatabaseWritesWait after a minute, for that Database only',
+      interval: '1m',
+      input_series: [
+        ...replicas,
+        { series: `regulon_database_synchronous_standbys{${a}, ${orders}}`, values: '1 1 0x40' },
+        {
+          series: `regulon_database_synchronous_standbys{${a}, database_namespace="shop", database="ledger"}`,
+          values: '2x40',
+        },
+      ],
+      promql_expr_test: [
+        noneFiringAt(2),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '5m',
+          exp_samples: [
+            { labels: firing('RegulonDatabaseWritesWait', `${j}, ${orders}`, 'critical'), value: 1 },
           ],
         },
       ],

@@ -153,6 +153,20 @@ or group by (job, namespace) (${MANAGER_TARGETS}) unless on (job, namespace) lea
         '{{ $labels.kind }} {{ $labels.owner }} in {{ $labels.owner_namespace }} lost its primary, and {{ $value }} standby(s) do not answer, without which no standby provably holds every acknowledged commit: nothing is promoted and writes fail. Its ReplicationHealthy condition (FailoverQuorumNotReached) names them. Bring them back; or, accepting that the commits only they hold are lost, name an answering standby in the regulon.dev/force-promote annotation.',
     },
   },
+  {
+    alert: 'RegulonDatabaseWritesWait',
+    // A synchronous primary with no standby confirming: every commit waits (postgres), or waits
+    // out rpl_semi_sync_master_timeout and then goes on unconfirmed (mariadb).
+    expr: `max by (job, namespace, database_namespace, database) (regulon_database_synchronous_standbys ${ON_NODE}) == 0`,
+    for: '1m',
+    labels: { severity: 'critical' },
+    annotations: {
+      summary:
+        'Database {{ $labels.database_namespace }}/{{ $labels.database }}: no standby confirms its commits',
+      description:
+        "Database {{ $labels.database }} in {{ $labels.database_namespace }} replicates synchronously, and no standby has confirmed its primary's commits for a minute: writes wait. Its ReplicationHealthy condition (NoSynchronousStandby) and status.instances say which standbys are not streaming. Bring one back; turning spec.replication.synchronous off lets writes go on without the guarantee that a failover loses none.",
+    },
+  },
 ];
 
 /** The rule groups, as both a PrometheusRule's spec and a plain Prometheus rules file hold them. */

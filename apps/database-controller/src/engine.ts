@@ -23,6 +23,11 @@ export type Observation =
       server: Server;
       /** Its position as the engine writes it (an LSN, a GTID), for the status. */
       position: string;
+      /**
+       * A writable instance: how many standbys confirm its commits now (synchronous mode; postgres
+       * counts the sync and quorum standbys, mariadb its semi-sync replicas). 0: a commit waits.
+       */
+      confirming?: number | undefined;
     }
   | { reachable: false; error: string };
 

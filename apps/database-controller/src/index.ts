@@ -13,6 +13,7 @@ import { PodExec, type Executor } from './backup/exec.ts';
 import { setupDatabaseBackupController } from './backup/controller.ts';
 import type { ReplicationView } from './replication/replication.ts';
 import { OFFICIAL_IMAGES } from './versions.ts';
+import { synchronousStandbysReporter } from './replication/synchronous-metric.ts';
 
 export {
   Database,
@@ -77,6 +78,7 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
   const stanzas = new Stanzas(executor);
   const reportReachability = reachabilityReporter(mgr.registry, 'Database');
   const reportQuorum = failoverQuorumReporter(mgr.registry, 'Database');
+  const reportSynchronous = synchronousStandbysReporter(mgr.registry);
   const builder = mgr
     .controller(CONTROLLER_NAME)
     .for(Database, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'StatefulSet Pods, backup Jobs' } })
@@ -121,6 +123,7 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
         reportReachability(db, db.status?.conditions, replication.plan, ctx);
         reportQuorum(db, db.status?.conditions, replication.plan, ctx);
       }
+      reportSynchronous(db, replication);
       return computeStatus(db, {
         ...observedFrom(db, ctx, catalog, backupsWatched),
         agentImage: options.instanceAgentImage,

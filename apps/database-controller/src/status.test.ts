@@ -225,9 +225,10 @@ test('with an object store, BackupSucceeded and lastBackup follow the latest fin
 });
 
 /** A 3-instance postgres Database whose StatefulSet settled, and its status for these members, by the real plan(). */
-function replicatedStatus(members: Member[], updatedReplicas = 3) {
+function replicatedStatus(members: Member[], updatedReplicas = 3, sync?: { confirming: number }) {
   const db = databaseWith('postgres', {});
   db.spec.replicas = 3;
+  if (sync) db.spec.replication = { ...db.spec.replication, synchronous: true };
   const sts = settled(db);
   sts.status = { ...sts.status!, replicas: 3, readyReplicas: 3, updatedReplicas };
   const topology = { primary: 'd-0', initialized: true, since: undefined };
@@ -255,7 +256,12 @@ function replicatedStatus(members: Member[], updatedReplicas = 3) {
         members.map((m) => [
           m.pod,
           m.server
-            ? { reachable: true as const, server: m.server, position: String(m.server.lsn) }
+            ? {
+                reachable: true as const,
+                server: m.server,
+                position: String(m.server.lsn),
+                ...(m.server.writable && sync ? { confirming: sync.confirming } : {}),
+              }
             : { reachable: false as const, error: 'connect ETIMEDOUT' },
         ]),
       ),
@@ -333,6 +339,29 @@ test('an instance that does not replicate is never counted ready: the Ready mess
   ]);
   assert.equal(all.readyReplicas, 3);
   assert.match(condition(all, 'Ready')?.message ?? '', /^3\/3 replicas ready, running [\d.]+$/);
+});
+
+test('synchronous replication with no standby confirming: ReplicationHealthy says writes wait', () => {
+  const members = [
+    instance(0, pgServer(true, 1000n)),
+    instance(1, pgServer(false, 1000n)),
+    instance(2, pgServer(false, 1000n)),
+  ];
+  const waiting = replicatedStatus(members, 3, { confirming: 0 });
+  assert.equal(condition(waiting, 'ReplicationHealthy')?.status, 'False');
+  assert.equal(condition(waiting, 'ReplicationHealthy')?.reason, 'NoSynchronousStandby');
+  assert.match(
+    condition(waiting, 'ReplicationHealthy')?.message ?? '',
+    /^Writes wait: no standby confirms d-0's commits/,
+  );
+  const confirmed = replicatedStatus(members, 3, { confirming: 1 });
+  assert.equal(condition(confirmed, 'ReplicationHealthy')?.reason, 'Streaming');
+  const asynchronous = replicatedStatus(members);
+  assert.equal(
+    condition(asynchronous, 'ReplicationHealthy')?.reason,
+    'Streaming',
+    'asynchronous: nothing waits',
+  );
 });
 
 test('backups enabled without an object store (stored before the CRD refused it): BackupSucceeded False, NoBackupDestination, whatever the dump did, and no lastBackup', () => {

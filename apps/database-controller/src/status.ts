@@ -344,6 +344,9 @@ function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
   });
 }
 
+/** ReplicationHealthy's reason while a synchronous primary has no standby confirming its commits. */
+export const NO_SYNCHRONOUS_STANDBY = 'NoSynchronousStandby';
+
 function replicationHealth(
   db: DatabaseObject,
   r: ReplicationView,
@@ -354,6 +357,13 @@ function replicationHealth(
   if (unsettled) return unsettled;
   const primary = r.plan.servingPrimary!;
   const behind = notReplicating(r.members, r.plan.roles, primary, db.spec.replicas);
+  const seen = r.observations.get(primary);
+  if (db.spec.replication?.synchronous && seen?.reachable && seen.confirming === 0)
+    return {
+      status: 'False',
+      reason: NO_SYNCHRONOUS_STANDBY,
+      message: `Writes wait: no standby confirms ${primary}'s commits (synchronous replication)${behind.length ? `; ${behind.join(', ')} not streaming within the lag bound` : ''}`,
+    };
   if (behind.length)
     return {
       status: 'False',

@@ -13,8 +13,8 @@ export interface StepActions {
 
 /**
  * Carries out one step of plan() with the Events every replicating kind
- * reports: `Initialized`, `FailoverStarted` and `SwitchoverStarted` when the
- * topology moves, `Fencing`, `Promoted`, `RollingUpdate`, `SwitchoverRefused`.
+ * reports: `Initialized`, `FailoverStarted`, `ForcedFailover` (a person's order, saying what
+ * may be lost) and `SwitchoverStarted` when the topology moves, `Fencing`, `Promoted`, `RollingUpdate`, `SwitchoverRefused`.
  */
 export async function carryOutStep(
   ctx: Pick<Context, 'event' | 'warn' | 'log'>,
@@ -28,6 +28,7 @@ export async function carryOutStep(
       const moved = step.topology.primary !== topology.primary;
       await actions.recordTopology({ ...step.topology, since: moved ? now : topology.since });
       if (step.reason === 'Failover') ctx.warn('FailoverStarted', step.message);
+      else if (step.reason === 'ForcedFailover') ctx.warn('ForcedFailover', step.message);
       else
         ctx.event('Normal', step.reason === 'Switchover' ? 'SwitchoverStarted' : 'Initialized', step.message);
       ctx.log.info({ primary: step.topology.primary, reason: step.reason }, step.message);

@@ -17,7 +17,12 @@ export const mariadbDriver: InstanceDriver = {
     if (!p.reachable) return p;
     const server = toServer(p);
     // The last applied GTID of domain 0, as MariaDB writes it: domain-server-sequence.
-    return { reachable: true, server, position: `0-${server.timeline}-${server.replayLsn}` };
+    return {
+      reachable: true,
+      server,
+      position: `0-${server.timeline}-${server.replayLsn}`,
+      ...(server.writable ? { confirming: p.confirming } : {}),
+    };
   },
   async promote(e, db) {
     const { promote } = await import('./instance.ts');

@@ -43,6 +43,12 @@ export interface InstanceState {
   replayLsn: bigint;
   /** SHOW SLAVE STATUS, when the instance has a primary configured. */
   replica: ReplicaStatus | undefined;
+  /**
+   * The replicas that acknowledge its commits (semi-synchronous replication): its connected
+   * semi-sync clients while the primary side waits for them, 0 when it does not wait (switched
+   * off, or fallen back to asynchronous after rpl_semi_sync_master_timeout).
+   */
+  confirming: number;
 }
 
 export type Probe = InstanceState | { reachable: false; error: string };
@@ -99,8 +105,12 @@ async function withSession<R>(e: Endpoint, connect: Connect, use: (s: SqlSession
   }
 }
 
+const semiSyncStatus = (name: string) =>
+  `(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = '${name}')`;
 const STATE_SQL = `SELECT @@global.read_only AS read_only, @@global.gtid_current_pos AS current_pos,
-  (SELECT id FROM ${CLUSTER_TABLE} LIMIT 1) AS cluster_id`;
+  (SELECT id FROM ${CLUSTER_TABLE} LIMIT 1) AS cluster_id,
+  ${semiSyncStatus('RPL_SEMI_SYNC_MASTER_STATUS')} AS semi_sync,
+  ${semiSyncStatus('RPL_SEMI_SYNC_MASTER_CLIENTS')} AS semi_sync_clients`;
 
 /** The state from the two answers an instance gives (pure: no server needed to check it). */
 export function stateOf(row: Record<string, unknown>, replica: ReplicaStatus | undefined): InstanceState {
@@ -118,6 +128,7 @@ export function stateOf(row: Record<string, unknown>, replica: ReplicaStatus | u
     lsn,
     replayLsn,
     replica,
+    confirming: text(row['semi_sync']).toUpperCase() === 'ON' ? Number(row['semi_sync_clients'] ?? 0) : 0,
   };
 }
 

@@ -26,6 +26,14 @@ export const postgresDriver: InstanceDriver = {
         streaming: p.receiver === 'streaming',
       },
       position: formatLsn(p.lsn),
+      // The standbys synchronous_standby_names counts for a commit now (sync_state sync or quorum).
+      ...(p.inRecovery
+        ? {}
+        : {
+            confirming: [...p.standbys.values()].filter(
+              (s) => s.state === 'streaming' && (s.sync === 'sync' || s.sync === 'quorum'),
+            ).length,
+          }),
     };
   },
   async promote(e) {

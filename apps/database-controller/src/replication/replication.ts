@@ -112,7 +112,16 @@ export async function reconcileReplication(
     })
   ).items.filter((p) => isInstancePod(db.metadata.name!, p.metadata?.name));
   const byName = new Map(pods.map((p) => [p.metadata!.name!, p]));
-  const replicated = db.spec.replicas > 1 || pods.length > 1 || topology.primary !== podName(db, 0);
+  // Once it has replicated, a Database scaled down to one instance is still observed over SQL:
+  // the primary moved to ordinal 0 may not be promoted yet when the other Pods are gone (only the
+  // plan promotes it), and its replication slots for the removed instances are dropped by the
+  // upkeep only a replicated Database gets.
+  const replicated =
+    db.spec.replicas > 1 ||
+    pods.length > 1 ||
+    topology.primary !== podName(db, 0) ||
+    topology.since !== undefined ||
+    (db.status?.instances?.length ?? 0) > 1;
 
   const observations = new Map<string, Observation>();
   // Read once per reconcile, used for every connection it makes, never kept past it.

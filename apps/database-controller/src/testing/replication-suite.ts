@@ -637,8 +637,9 @@ export function describeReplication(e: EngineUnderTest): void {
         // A restart is the agent's fence or the kubelet's: the run before says which, and why.
         if (now !== server)
           assert.fail(
-            `${primary}'s server ran throughout, never restarted: pid ${server}, now ${now}; the run before:\n` +
-              (await containerLog(primary, 40, true)),
+            `${primary}'s server ran throughout, never restarted: pid ${server}, now ${now}, container restarts ${await restarts(primary)}; the run before:\n` +
+              (await containerLog(primary, 40, true)) +
+              `\nthis run (the agent's lines say whether it fenced, and why):\n${await containerLog(primary, 60)}`,
           );
         const outages = (await writer!.outages()).filter((o) => o.toMs >= cutAt && o.fromMs <= healedAt);
         const longest = Math.max(0, ...outages.map((o) => o.durationMs));

@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Topology } from './plan.ts';
+import { carryOutStep } from './steps.ts';
+
+test('a topology move is recorded first, and a forced one warns with what it may lose', async () => {
+  const said: string[] = [];
+  const recorded: Topology[] = [];
+  const ctx = {
+    event: (type: string, reason: string) => void said.push(`${type} ${reason}`),
+    warn: (reason: string, message: string) => void said.push(`Warning ${reason}: ${message}`),
+    log: { info: () => {} },
+  } as unknown as Parameters<typeof carryOutStep>[0];
+  const actions = {
+    recordTopology: async (t: Topology) => void recorded.push(t),
+    deletePod: async () => {},
+    promote: async () => true,
+  };
+  const was: Topology = { primary: 'db-0', initialized: true, since: 1 };
+  const forced = `db-2 takes over by a person's order, at position 900: db-1 may hold commits it lacks`;
+  await carryOutStep(
+    ctx,
+    { kind: 'topology', topology: { ...was, primary: 'db-2' }, reason: 'ForcedFailover', message: forced },
+    was,
+    5_000,
+    actions,
+  );
+  await carryOutStep(
+    ctx,
+    { kind: 'topology', topology: { ...was, primary: 'db-1' }, reason: 'Failover', message: 'lost' },
+    was,
+    6_000,
+    actions,
+  );
+  assert.deepEqual(recorded, [
+    { primary: 'db-2', initialized: true, since: 5_000 },
+    { primary: 'db-1', initialized: true, since: 6_000 },
+  ]);
+  assert.deepEqual(said, [`Warning ForcedFailover: ${forced}`, 'Warning FailoverStarted: lost']);
+});
