@@ -74,9 +74,11 @@ export class TestEnv {
    * first node and the control plane running: a test file that asked for two
    * nodes gives the run's shared control plane back as it found it, so the
    * files after it do not run beside a node (and its kubelet's load) they
-   * never asked for. Does nothing when there is no second node.
+   * never asked for; the real-node namespaces it made go too. Stops no node when there is no
+   * second one.
    */
   async stopSecondRealNode(): Promise<void> {
+    await this.#deleteRealNodeNamespaces();
     const problems = await stopRealNode(secondNodeDir(this.controlPlane.state.dir));
     releaseSecondNode(this.controlPlane.state.dir);
     const removed = await this.kubectl([
@@ -194,9 +196,19 @@ export class TestEnv {
   }
 
   async stop(): Promise<void> {
-    // A file's real Pods would run on after it, probed by the kubelet every few seconds, and slow
-    // every later file on the shared node (a CI run's last projects took twice as long beside 43
-    // of them): its real-node namespaces go with it. Their deletion is not waited for.
+    await this.#deleteRealNodeNamespaces();
+    if (!this.#owned) return;
+    await this.controlPlane.stop();
+    if (this.#ownedDir) rmSync(this.#ownedDir, { recursive: true, force: true });
+  }
+
+  /**
+   * A file's real Pods would run on after it, probed by the kubelet every few seconds, and slow
+   * every later file on the shared node (a CI run's last projects took twice as long beside 43
+   * of them): the real-node namespaces it made go when it gives the environment back (stop(),
+   * or stopSecondRealNode() on a shared control plane). Their deletion is not waited for.
+   */
+  async #deleteRealNodeNamespaces(): Promise<void> {
     await Promise.all(
       this.#realNodeNamespaces
         .splice(0)
@@ -206,9 +218,6 @@ export class TestEnv {
           ),
         ),
     );
-    if (!this.#owned) return;
-    await this.controlPlane.stop();
-    if (this.#ownedDir) rmSync(this.#ownedDir, { recursive: true, force: true });
   }
 }
 

@@ -12,9 +12,9 @@ test('a topology move is recorded first, and a forced one warns with what it may
     log: { info: () => {} },
   } as unknown as Parameters<typeof carryOutStep>[0];
   const actions = {
-    recordTopology: async (t: Topology) => void recorded.push(t),
-    deletePod: async () => {},
-    promote: async () => true,
+    recordTopology: (t: Topology) => Promise.resolve(void recorded.push(t)),
+    deletePod: () => Promise.resolve(),
+    promote: () => Promise.resolve(true),
   };
   const was: Topology = { primary: 'db-0', initialized: true, since: 1 };
   const forced = `db-2 takes over by a person's order, at position 900: db-1 may hold commits it lacks`;
