@@ -112,15 +112,20 @@ export async function reconcileReplication(
     })
   ).items.filter((p) => isInstancePod(db.metadata.name!, p.metadata?.name));
   const byName = new Map(pods.map((p) => [p.metadata!.name!, p]));
-  // Once it has replicated, a Database scaled down to one instance is still observed over SQL:
-  // the primary moved to ordinal 0 may not be promoted yet when the other Pods are gone (only the
-  // plan promotes it), and its replication slots for the removed instances are dropped by the
-  // upkeep only a replicated Database gets.
+  // A Database scaled down to one instance is still observed over SQL while its instance is one
+  // that started before the primary role moved to it (it started as a standby): only the plan
+  // promotes it, and the other Pods may be gone before it did; its replication slots for the
+  // removed instances are dropped by the upkeep only a replicated Database gets.
+  const first = byName.get(podName(db, 0))?.metadata?.creationTimestamp;
+  const startedAsStandby =
+    topology.since !== undefined &&
+    first !== undefined &&
+    new Date(first).getTime() < Math.floor(topology.since / 1000) * 1000;
   const replicated =
     db.spec.replicas > 1 ||
     pods.length > 1 ||
     topology.primary !== podName(db, 0) ||
-    topology.since !== undefined ||
+    startedAsStandby ||
     (db.status?.instances?.length ?? 0) > 1;
 
   const observations = new Map<string, Observation>();
