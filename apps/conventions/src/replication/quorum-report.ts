@@ -1,5 +1,6 @@
 import type { Condition, Context } from '@regulon/runtime';
 import { Gauge, type Registry } from 'prom-client';
+import { oncePerRegistry } from '@regulon/util';
 import type { Plan } from './plan.ts';
 
 /**
@@ -11,7 +12,15 @@ export const QUORUM_REASON = 'FailoverQuorumNotReached';
 export const QUORUM_METRIC = 'regulon_replication_failover_quorum_missing_instances';
 
 type Labels = 'kind' | 'owner_namespace' | 'owner';
-const gauges = new WeakMap<Registry, Gauge<Labels>>();
+const gaugeOf = oncePerRegistry(
+  (registry) =>
+    new Gauge<Labels>({
+      name: QUORUM_METRIC,
+      help: 'Standbys a synchronous failover waits to hear from before it may promote one (0: none waited for)',
+      labelNames: ['kind', 'owner_namespace', 'owner'],
+      registers: [registry],
+    }),
+);
 
 export function failoverQuorumReporter(
   registry: Registry,
@@ -22,18 +31,7 @@ export function failoverQuorumReporter(
   plan: Plan,
   ctx: Pick<Context, 'warn'>,
 ) => void {
-  let gauge = gauges.get(registry);
-  if (!gauge)
-    gauges.set(
-      registry,
-      (gauge = new Gauge<Labels>({
-        name: QUORUM_METRIC,
-        help: 'Standbys a synchronous failover waits to hear from before it may promote one (0: none waited for)',
-        labelNames: ['kind', 'owner_namespace', 'owner'],
-        registers: [registry],
-      })),
-    );
-  const g = gauge;
+  const g = gaugeOf(registry);
   return (owner, previous, plan, ctx) => {
     g.set(
       { kind, owner_namespace: owner.metadata.namespace ?? '', owner: owner.metadata.name ?? '' },

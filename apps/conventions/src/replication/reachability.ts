@@ -1,5 +1,6 @@
 import type { Condition, Context } from '@regulon/runtime';
 import { Gauge, type Registry } from 'prom-client';
+import { oncePerRegistry } from '@regulon/util';
 import type { Plan } from './plan.ts';
 import { QUORUM_REASON } from './quorum-report.ts';
 
@@ -53,7 +54,15 @@ export function replicationUnsettled(
 }
 
 type Labels = 'kind' | 'owner_namespace' | 'owner';
-const gauges = new WeakMap<Registry, Gauge<Labels>>();
+const gaugeOf = oncePerRegistry(
+  (registry) =>
+    new Gauge<Labels>({
+      name: UNREACHABLE_METRIC,
+      help: 'Instances whose Pod the kubelet reports Ready but whose server does not answer the manager',
+      labelNames: ['kind', 'owner_namespace', 'owner'],
+      registers: [registry],
+    }),
+);
 
 /**
  * Records each replicated owner's reachability after its reconcile: the gauge
@@ -69,18 +78,7 @@ export function reachabilityReporter(
   plan: Plan,
   ctx: Pick<Context, 'event' | 'warn'>,
 ) => void {
-  let gauge = gauges.get(registry);
-  if (!gauge)
-    gauges.set(
-      registry,
-      (gauge = new Gauge<Labels>({
-        name: UNREACHABLE_METRIC,
-        help: 'Instances whose Pod the kubelet reports Ready but whose server does not answer the manager',
-        labelNames: ['kind', 'owner_namespace', 'owner'],
-        registers: [registry],
-      })),
-    );
-  const g = gauge;
+  const g = gaugeOf(registry);
   return (owner, previous, plan, ctx) => {
     const labels = {
       kind,

@@ -6,29 +6,27 @@
  * not observed, has no series: no figure is made up.
  */
 import { Gauge, type Registry } from 'prom-client';
+import { oncePerRegistry } from '@regulon/util';
 import type { DatabaseObject } from '../api.ts';
 import type { ReplicationView } from './replication.ts';
 
 export const SYNCHRONOUS_STANDBYS_METRIC = 'regulon_database_synchronous_standbys';
 
 type Labels = 'database_namespace' | 'database';
-const gauges = new WeakMap<Registry, Gauge<Labels>>();
+const gaugeOf = oncePerRegistry(
+  (registry) =>
+    new Gauge<Labels>({
+      name: SYNCHRONOUS_STANDBYS_METRIC,
+      help: "Standbys confirming a synchronous Database's commits now (0: every commit waits)",
+      labelNames: ['database_namespace', 'database'],
+      registers: [registry],
+    }),
+);
 
 export function synchronousStandbysReporter(
   registry: Registry,
 ): (db: DatabaseObject, view: ReplicationView | undefined) => void {
-  let gauge = gauges.get(registry);
-  if (!gauge)
-    gauges.set(
-      registry,
-      (gauge = new Gauge<Labels>({
-        name: SYNCHRONOUS_STANDBYS_METRIC,
-        help: "Standbys confirming a synchronous Database's commits now (0: every commit waits)",
-        labelNames: ['database_namespace', 'database'],
-        registers: [registry],
-      })),
-    );
-  const g = gauge;
+  const g = gaugeOf(registry);
   return (db, view) => {
     const labels = { database_namespace: db.metadata.namespace ?? '', database: db.metadata.name ?? '' };
     const primary = view?.plan.currentPrimary;
