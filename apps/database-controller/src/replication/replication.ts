@@ -122,11 +122,7 @@ export async function reconcileReplication(
     first !== undefined &&
     new Date(first).getTime() < Math.floor(topology.since / 1000) * 1000;
   const replicated =
-    db.spec.replicas > 1 ||
-    pods.length > 1 ||
-    topology.primary !== podName(db, 0) ||
-    startedAsStandby ||
-    (db.status?.instances?.length ?? 0) > 1;
+    db.spec.replicas > 1 || pods.length > 1 || topology.primary !== podName(db, 0) || startedAsStandby;
 
   const observations = new Map<string, Observation>();
   // Read once per reconcile, used for every connection it makes, never kept past it.
