@@ -131,6 +131,8 @@ const healthy = [
   { series: `workqueue_depth{${a}, ${q}}`, values: '0 3 0 1 0 0 2 0x53' },
   // A backup failed once and the next slot's succeeded: no alert.
   { series: `regulon_database_backup_failing{${a}, ${orders}}`, values: '0 1 1 0x57' },
+  // An archive_command failure healed at the next look: no alert.
+  { series: `regulon_database_wal_archiving_failing{${a}, ${orders}}`, values: '0 1 0x58' },
   // A standby came back within a minute: no alert.
   { series: `regulon_database_synchronous_standbys{${a}, ${orders}}`, values: '1 0 1x58' },
   // A failover waited under a minute for a standby to answer: no alert.
@@ -344,6 +346,28 @@ const ruleTests = (rulesFile: string) => ({
           eval_time: '5m',
           exp_samples: [
             { labels: firing('RegulonDatabaseWritesWait', `${j}, ${orders}`, 'critical'), value: 1 },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'WAL archiving that keeps failing: RegulonDatabaseArchivingFails at the first evaluation 30 s after, for that Database only',
+      interval: '15s',
+      input_series: [
+        ...replicas,
+        { series: `regulon_database_wal_archiving_failing{${a}, ${orders}}`, values: '0 0 1x20' },
+        {
+          series: `regulon_database_wal_archiving_failing{${a}, database_namespace="shop", database="ledger"}`,
+          values: '0x22',
+        },
+      ],
+      promql_expr_test: [
+        { expr: 'ALERTS{alertstate="firing"}', eval_time: '45s', exp_samples: [] },
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '2m',
+          exp_samples: [
+            { labels: firing('RegulonDatabaseArchivingFails', `${j}, ${orders}`, 'critical'), value: 1 },
           ],
         },
       ],

@@ -167,6 +167,20 @@ or group by (job, namespace) (${MANAGER_TARGETS}) unless on (job, namespace) lea
         "Database {{ $labels.database }} in {{ $labels.database_namespace }} replicates synchronously, and no standby has confirmed its primary's commits for a minute: writes wait. Its ReplicationHealthy condition (NoSynchronousStandby) and status.instances say which standbys are not streaming. Bring one back; turning spec.replication.synchronous off lets writes go on without the guarantee that a failover loses none.",
     },
   },
+  {
+    alert: 'RegulonDatabaseArchivingFails',
+    // archive_command fails, or a segment has waited over 40 s (a store that refuses or hangs): every WAL
+    // segment written since is in the primary's volume only.
+    expr: `max by (job, namespace, database_namespace, database) (regulon_database_wal_archiving_failing ${ON_NODE}) == 1`,
+    for: '30s',
+    labels: { severity: 'critical' },
+    annotations: {
+      summary:
+        'Database {{ $labels.database_namespace }}/{{ $labels.database }}: WAL archiving into its object store fails',
+      description:
+        "Database {{ $labels.database }} in {{ $labels.database_namespace }} cannot archive its WAL: no restore or point in time can reach past the last archived segment, and the segments waiting fill the primary's volume. Its BackupSucceeded condition (ArchivingFailed) names the segment; the primary's log has archive_command's error. regulon_database_wal_archive_lag_seconds says how long the oldest segment has waited.",
+    },
+  },
 ];
 
 /** The rule groups, as both a PrometheusRule's spec and a plain Prometheus rules file hold them. */

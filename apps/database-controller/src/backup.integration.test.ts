@@ -11,11 +11,19 @@ import { before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type KubeClient, Kinds } from '@regulon/client';
 import type { Manager } from '@regulon/runtime';
-import { eventually, type ObjectStore, type TestEnv } from '@regulon/testenv';
+import {
+  eventually,
+  podSandboxPid,
+  refusePodConnectionsTo,
+  type ObjectStore,
+  type TestEnv,
+} from '@regulon/testenv';
 import pg from 'pg';
 import { Database } from './api.ts';
 import { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
 import { PodExec } from './backup/exec.ts';
+import { ARCHIVE_LAG_METRIC, ARCHIVING_FAILING_METRIC } from './backup/archiver-metrics.ts';
+import { ARCHIVER_COMMAND } from './backup/archiver.ts';
 import { FAILING_METRIC } from './backup/metrics.ts';
 import { parseInfo, type RepositoryInfo } from './backup/pgbackrest.ts';
 import { SLOT_ANNOTATION } from './backup/schedule.ts';
@@ -89,6 +97,10 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     });
     return parseInfo(r.stdout);
   };
+  const archiverGauge = async (database: string, metric: string) =>
+    (await mgr.registry.getSingleMetric(metric)?.get())?.values.find(
+      (v) => v.labels['database'] === database && v.labels['database_namespace'] === ns,
+    )?.value;
   const failingMetric = async (database: string) =>
     (await mgr.registry.getSingleMetric(FAILING_METRIC)?.get())?.values.find(
       (v) => v.labels['database'] === database && v.labels['database_namespace'] === ns,
@@ -275,6 +287,122 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
         ) || undefined,
     );
     await dbs().delete('ledger-early', { namespace: ns });
+  });
+
+  test('WAL archiving refused by the store: ArchivingFailed naming the segment, a Warning Event and the gauges within a minute, the Database Ready; once the store answers, archived again with nothing missing', async (t) => {
+    await createDatabase('archiver');
+    const db = await ready('archiver');
+    // The archiver is first read a period after the stanza exists: then the gauge has its series.
+    await eventually(
+      'the archiver read, keeping up',
+      async () => (await archiverGauge('archiver', ARCHIVING_FAILING_METRIC)) === 0,
+      120_000,
+    );
+    const pod = await client.resource<V1Pod>(Kinds.Pod).get(db.status!.currentPrimary!, { namespace: ns });
+    const sandbox = podSandboxPid(pod.metadata!.uid!);
+    const storeAddress = new URL(store.podEndpoint!);
+    const refusal = refusePodConnectionsTo(sandbox, storeAddress.hostname, Number(storeAddress.port));
+    try {
+      await withPrimary('archiver', (c) => c.query('create table items(id int primary key)'));
+      await insert('archiver', 1, 100);
+      const refused = Date.now();
+      const segment = await withPrimary('archiver', async (c) => {
+        const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
+        return r.rows[0]!.w;
+      });
+      const failed = await eventually(
+        'BackupSucceeded=False ArchivingFailed',
+        async () => {
+          const d = await dbs().get('archiver', { namespace: ns });
+          const c = cond(d.status?.conditions, 'BackupSucceeded');
+          return c?.status === 'False' && c.reason === 'ArchivingFailed' && d;
+        },
+        90_000,
+        500,
+      ).catch(async (err: unknown) => {
+        const r = await execIn.exec({
+          namespace: ns,
+          pod: pod.metadata!.name!,
+          container: 'postgres',
+          command: ARCHIVER_COMMAND,
+        });
+        throw new Error(`${(err as Error).message}; the archiver says: ${r.stdout}${r.stderr}`);
+      });
+      const seenAfter = Date.now() - refused;
+      t.diagnostic(
+        `archiving refused: ArchivingFailed ${(seenAfter / 1000).toFixed(1)} s after the segment switch`,
+      );
+      assert.ok(seenAfter < 60_000, `seen only after ${seenAfter} ms`);
+      const message = cond(failed.status?.conditions, 'BackupSucceeded')!.message;
+      t.diagnostic(`its message: ${message}`);
+      // Refused, pgBackRest retries until its io-timeout (60 s) before archive_command fails: the
+      // segment left waiting says it first.
+      assert.match(
+        message,
+        /WAL archiving into backups\/\S+ (fails: segment [0-9A-F]{24} could not be archived|does not keep up: segment [0-9A-F]{24} has waited)/,
+      );
+      assert.ok(
+        /segment ([0-9A-F]{24})/.exec(message)![1]! <= segment,
+        `${message} names a segment after ${segment}`,
+      );
+      // Serving is not archiving.
+      assert.equal(cond(failed.status?.conditions, 'Ready')?.status, 'True');
+      await eventually(
+        'a Warning Event ArchivingFailed',
+        async () => (await eventsAbout('archiver', 'Warning', 'ArchivingFailed')).length > 0,
+      );
+      assert.equal(await archiverGauge('archiver', ARCHIVING_FAILING_METRIC), 1);
+      const lag = await archiverGauge('archiver', ARCHIVE_LAG_METRIC);
+      assert.ok(lag !== undefined && lag > 0, `archive lag ${lag}`);
+      // More writes while refused: they must reach the archive once it answers.
+      await insert('archiver', 101, 200);
+    } finally {
+      refusal.heal();
+    }
+    const healed = Date.now();
+    const last = await withPrimary('archiver', async (c) => {
+      const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
+      return r.rows[0]!.w;
+    });
+    await eventually(
+      'BackupSucceeded no longer ArchivingFailed, the gauge at 0',
+      async () => {
+        const d = await dbs().get('archiver', { namespace: ns });
+        return (
+          cond(d.status?.conditions, 'BackupSucceeded')?.reason !== 'ArchivingFailed' &&
+          (await archiverGauge('archiver', ARCHIVING_FAILING_METRIC)) === 0
+        );
+      },
+      120_000,
+      500,
+    );
+    t.diagnostic(
+      `archiving again: healthy in status ${((Date.now() - healed) / 1000).toFixed(1)} s after the store answered`,
+    );
+    await eventually(
+      'a Normal Event ArchivingRecovered',
+      async () => (await eventsAbout('archiver', 'Normal', 'ArchivingRecovered')).length > 0,
+    );
+    // Nothing skipped: the archive holds every segment up to the last one switched, with no gap.
+    const info = await eventually(
+      'the archive reaching the last segment',
+      async () => {
+        const i = await repositoryInfo('archiver');
+        return (i.archive.max ?? '') >= last && i;
+      },
+      120_000,
+      1_000,
+    );
+    const r = await execIn.exec({
+      namespace: ns,
+      pod: pod.metadata!.name!,
+      container: 'postgres',
+      command: ['pgbackrest', 'check'],
+      timeoutMs: 90_000,
+    });
+    assert.equal(r.exitCode, 0, `pgbackrest check: ${r.stdout}${r.stderr}`);
+    t.diagnostic(`archive after healing: ${info.archive.min} .. ${info.archive.max}`);
+    await dbs().delete('archiver', { namespace: ns });
   });
 
   test('wrong store credentials: the backup fails with the reason, a Warning Event, BackupSucceeded=False; the Database stays Ready; no key anywhere', async () => {

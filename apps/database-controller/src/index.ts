@@ -8,6 +8,7 @@ import { FIELD_MANAGER, PodMetadata, reconcileDatabase, SecretMetadata } from '.
 import { BACKUPS_BY_DATABASE, computeStatus, observedFrom } from './status.ts';
 import type { KubeConfigSource } from '@regulon/client';
 import { DatabaseBackup } from './backup/api.ts';
+import { archiverReporter } from './backup/archiver-metrics.ts';
 import { Stanzas } from './backup/database.ts';
 import { PodExec, type Executor } from './backup/exec.ts';
 import { setupDatabaseBackupController } from './backup/controller.ts';
@@ -79,6 +80,7 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
   const reportReachability = reachabilityReporter(mgr.registry, 'Database');
   const reportQuorum = failoverQuorumReporter(mgr.registry, 'Database');
   const reportSynchronous = synchronousStandbysReporter(mgr.registry);
+  const reportArchiver = archiverReporter(mgr.registry);
   const builder = mgr
     .controller(CONTROLLER_NAME)
     .for(Database, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'StatefulSet Pods, backup Jobs' } })
@@ -124,6 +126,7 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
         reportQuorum(db, db.status?.conditions, replication.plan, ctx);
       }
       reportSynchronous(db, replication);
+      reportArchiver(db, stanzas.archiver(db));
       return computeStatus(db, {
         ...observedFrom(db, ctx, catalog, backupsWatched),
         agentImage: options.instanceAgentImage,

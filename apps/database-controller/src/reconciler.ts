@@ -142,7 +142,7 @@ function reportThrowawayBackups(db: DatabaseObject, ctx: Context): void {
   if (!said) ctx.warn(NO_BACKUP_DESTINATION, NO_BACKUP_DESTINATION_REPORT);
 }
 
-/** The archive's stanza, on the primary once it serves (its Pod ready): when to try again after a failure. */
+/** The archive's stanza, on the primary once it serves (its Pod ready), then its archiver: when to look again. */
 async function ensureStanza(
   db: DatabaseObject,
   ctx: Context,

@@ -3,7 +3,7 @@
 // reachable, as a manager on the wrong side of a partition; a process cut off
 // from the API server; and the loss of the second real node (its kubelet
 // stopped, its Pods cut off).
-import { readdirSync, readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { sh } from './host.ts';
 import { SECOND_NODE, secondRealNodeState } from './second-node.ts';
 
@@ -76,6 +76,61 @@ export function cutPodOffFrom(pid: number, addresses: readonly string[]): Partit
       ['OUTPUT', '-d', ip, '-j', 'DROP'],
     ]),
   );
+}
+
+/** The host PIDs of a Pod's processes whose argv `matches` (the kubelet's cgroups carry the Pod's uid). */
+export function podPids(podUid: string, matches: (argv: string[]) => boolean): number[] {
+  const found: number[] = [];
+  const marks = [podUid, podUid.replace(/-/g, '_')];
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const cgroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+      if (!marks.some((m) => cgroup.includes(m))) continue;
+      if (matches(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'))) found.push(Number(pid));
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return found;
+}
+
+/**
+ * Whether argv is a Pod's sandbox process, which holds its network namespace: the real node's
+ * pause image runs catatonit in pause mode (tools/images/recipes/pause.sh); Kubernetes' own runs /pause.
+ */
+export const isSandbox = (argv: string[]): boolean => /(^|\/)(pause|catatonit)$/.test(argv[0] ?? '');
+
+/** The host PID of a running Pod's sandbox: what cutPodOffFrom and refusePodConnectionsTo take. */
+export function podSandboxPid(podUid: string): number {
+  const pid = podPids(podUid, isSandbox)[0];
+  if (pid === undefined) throw new Error(`no sandbox process of Pod ${podUid} on this machine`);
+  return pid;
+}
+
+/**
+ * Makes a Pod on a real node refuse its own connections to `address:port`:
+ * each is answered at once with a TCP reset, as a service that is down on a
+ * host that is up answers (a dropped packet, cutPodOffFrom's, is a hang
+ * instead). Everything else flows. The rules go with the sandbox, or sooner
+ * with `heal()`.
+ */
+export function refusePodConnectionsTo(pid: number, address: string, port: number): Partition {
+  return podRules(pid, [
+    [
+      'OUTPUT',
+      '-d',
+      address,
+      '-p',
+      'tcp',
+      '--dport',
+      String(port),
+      '-j',
+      'REJECT',
+      '--reject-with',
+      'tcp-reset',
+    ],
+  ]);
 }
 
 /** Appends `rules` to the filter table of the network namespace of process `pid`, until heal(). */

@@ -44,6 +44,10 @@ export {
   faultsUnsupported,
   loseSecondRealNode,
   cutPodOffFrom,
+  refusePodConnectionsTo,
+  podPids,
+  podSandboxPid,
+  isSandbox,
   type Partition,
   type NodeLoss,
 } from './faults.ts';

@@ -3,7 +3,8 @@
  * - the recovery Secret of spec.bootstrap.recovery, resolved once before the
  *   first Pod starts (the source repository's settings and keys, copied);
  * - the pgBackRest stanza of spec.backup.objectStore, created on the primary
- *   once it serves, so archive_command can archive from then on.
+ *   once it serves, so archive_command can archive from then on; then its
+ *   archiver, watched (backup/archiver.ts).
  */
 import type { V1Secret } from '@kubernetes/client-node';
 import { isNotFound, Kinds, metadataOnly } from '@regulon/client';
@@ -11,6 +12,7 @@ import { ProblemError, type Context } from '@regulon/runtime';
 import type { DatabaseObject } from '../api.ts';
 import { childNames, labels } from '../names.ts';
 import { DatabaseBackup } from './api.ts';
+import { ARCHIVER_COMMAND, archiverHealth, parseArchiverState, type ArchiverHealth } from './archiver.ts';
 import { ExecError, type Executor } from './exec.ts';
 import {
   recoverySecretData,
@@ -161,12 +163,31 @@ async function readSecret(
 const STANZA_RETRY_MS = 60_000;
 
 /**
+ * How often a primary's archiver is read once its stanza exists: a failure
+ * shows in BackupSucceeded, an Event and the gauges within this, well inside
+ * a minute.
+ */
+export const ARCHIVER_CHECK_MS = 15_000;
+
+interface ArchivingState {
+  /** Where the stanza was made: the primary's Pod uid and the repository. */
+  key: string;
+  ok: boolean;
+  message: string;
+  at: number;
+  /** The archiver, read on that primary once the stanza exists; when it was last read. */
+  archiver?: ArchiverHealth;
+  checkedAt?: number;
+}
+
+/**
  * The stanzas made, by Database uid: what was made where (the repository and
- * the primary's Pod uid), or when it last failed and why. In memory: a new
- * manager makes each stanza again once, which pgBackRest answers with "ok".
+ * the primary's Pod uid), or when it last failed and why; then, every
+ * ARCHIVER_CHECK_MS, whether the primary's archiver keeps up. In memory: a
+ * new manager makes each stanza again once, which pgBackRest answers with "ok".
  */
 export class Stanzas {
-  readonly #state = new Map<string, { key: string; ok: boolean; message: string; at: number }>();
+  readonly #state = new Map<string, ArchivingState>();
 
   readonly executor: Executor;
 
@@ -177,14 +198,22 @@ export class Stanzas {
   /** What the status says about archiving: undefined until known. */
   archiving(db: DatabaseObject): { ok: boolean; message: string } | undefined {
     const s = this.#state.get(db.metadata.uid ?? '');
-    return s && { ok: s.ok, message: s.message };
+    if (!s) return undefined;
+    const { ok, message } = s.ok && s.archiver ? s.archiver : s;
+    return { ok, message };
+  }
+
+  /** The archiver as last read on the Database's primary (for the gauges); undefined until read. */
+  archiver(db: DatabaseObject): ArchiverHealth | undefined {
+    const s = this.#state.get(db.metadata.uid ?? '');
+    return s?.ok ? s.archiver : undefined;
   }
 
   /**
    * Creates the stanza on `primary` (a Pod that serves) unless it was made
-   * there already; returns when to look again after a failure. A failure is
-   * a Warning Event and BackupSucceeded=False, never a problem: the
-   * Database serves without its archive.
+   * there already, then watches the archiver there; returns when to look
+   * again. A failure is a Warning Event and BackupSucceeded=False, never a
+   * problem: the Database serves without its archive.
    */
   async ensure(
     db: DatabaseObject,
@@ -199,8 +228,8 @@ export class Stanzas {
     }
     const key = `${primary.uid}|${repo.endpoint}|${repo.bucket}|${repo.path}`;
     const prev = this.#state.get(db.metadata.uid ?? '');
-    if (prev?.key === key && (prev.ok || now - prev.at < STANZA_RETRY_MS))
-      return prev.ok ? undefined : STANZA_RETRY_MS - (now - prev.at);
+    if (prev?.key === key && prev.ok) return this.#watchArchiver(db, ctx, primary.pod, prev, repo, now);
+    if (prev?.key === key && now - prev.at < STANZA_RETRY_MS) return STANZA_RETRY_MS - (now - prev.at);
     let ok = false;
     let message: string;
     try {
@@ -226,6 +255,45 @@ export class Stanzas {
       return STANZA_RETRY_MS;
     }
     if (prev?.ok === false || !prev) ctx.event('Normal', 'ArchivingReady', message);
-    return undefined;
+    // The archiver's first read comes one period on: archive_command runs only now that the stanza exists.
+    this.#state.get(db.metadata.uid ?? '')!.checkedAt = now;
+    return ARCHIVER_CHECK_MS;
+  }
+
+  /** Reads the archiver on the primary when due; a change is an Event. Returns when to read it next. */
+  async #watchArchiver(
+    db: DatabaseObject,
+    ctx: Context,
+    pod: string,
+    s: ArchivingState,
+    repo: Repository,
+    now: number,
+  ): Promise<number> {
+    const since = now - (s.checkedAt ?? 0);
+    if (since < ARCHIVER_CHECK_MS) return ARCHIVER_CHECK_MS - since;
+    s.checkedAt = now;
+    let out: string | undefined;
+    try {
+      const r = await this.executor.exec({
+        namespace: db.metadata.namespace!,
+        pod,
+        container: 'postgres',
+        command: ARCHIVER_COMMAND,
+        timeoutMs: 15_000,
+        signal: ctx.signal,
+      });
+      if (r.exitCode === 0) out = r.stdout;
+    } catch (err) {
+      if (!(err instanceof ExecError)) throw err;
+    }
+    // No answer (the primary busy, or going away: replication reports that) changes nothing said.
+    const state = out === undefined ? undefined : parseArchiverState(out);
+    if (!state) return ARCHIVER_CHECK_MS;
+    const health = archiverHealth(state, `${repo.bucket}/${repo.path}`);
+    const was = s.archiver;
+    s.archiver = health;
+    if (!health.ok && was?.ok !== false) ctx.warn('ArchivingFailed', health.message);
+    else if (health.ok && was?.ok === false) ctx.event('Normal', 'ArchivingRecovered', health.message);
+    return ARCHIVER_CHECK_MS;
   }
 }

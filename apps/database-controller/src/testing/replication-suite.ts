@@ -10,7 +10,7 @@
 // replicas) and calls describeReplication(). The figures (time to Ready,
 // failover time, writes lost, outages, catch-up) are test diagnostics.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as cadence } from 'node:timers/promises';
 import type { EventsV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
@@ -23,9 +23,11 @@ import {
   cutOffFromPods,
   cutPodOffFrom,
   eventually,
+  isSandbox,
   type Partition,
   loadImagesIntoRealNode,
   localImageCatalog,
+  podPids,
   start,
   type TestEnv,
 } from '@regulon/testenv';
@@ -86,10 +88,6 @@ export interface EngineUnderTest {
 }
 
 /**
- * The host PID of the process of a Pod's container that `matches`: the
- * kubelet's cgroups carry the Pod's uid.
- */
-/**
  * The processes of a Pod's containers that descend from a container's own first process (PID 1 in
  * its namespace): the engine and what it started, never the sandbox, nor the processes the kubelet
  * execs beside them (probes, hooks). A hang stops the first kind only: a probe stopped with them
@@ -116,31 +114,11 @@ export function containerProcessTrees(podUid: string): number[] {
   };
   return pids.filter(descends);
 }
+/** The host PID of the process of a Pod's container that `matches`. */
 export function serverPid(podUid: string, matches: (argv: string[]) => boolean): number | undefined {
   return podPids(podUid, matches)[0];
 }
 
-/** The host PIDs of a Pod's processes that `matches` (the kubelet's cgroups carry the Pod's uid). */
-export function podPids(podUid: string, matches: (argv: string[]) => boolean): number[] {
-  const found: number[] = [];
-  const marks = [podUid, podUid.replace(/-/g, '_')];
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const cgroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
-      if (!marks.some((m) => cgroup.includes(m))) continue;
-      if (matches(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'))) found.push(Number(pid));
-    } catch {
-      // The process ended while being read.
-    }
-  }
-  return found;
-}
-
-/**
- * A Pod's sandbox process, which holds its network namespace: the real node's pause image runs
- * catatonit in pause mode (tools/images/recipes/pause.sh); Kubernetes' own runs /pause.
- */
 /** SIGSTOP, unless the process ended since it was listed (a short-lived exec, a backend). */
 export function stopProcess(pid: number): void {
   try {
@@ -149,8 +127,6 @@ export function stopProcess(pid: number): void {
     if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
   }
 }
-
-export const isSandbox = (argv: string[]): boolean => /(^|\/)(pause|catatonit)$/.test(argv[0] ?? '');
 
 const cond = (db: DatabaseObject, type: string): Condition | undefined =>
   db.status?.conditions?.find((c) => c.type === type);
