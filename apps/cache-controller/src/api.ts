@@ -78,6 +78,14 @@ export const CacheSpec = WithRules(
                 'How long the primary may be unreachable or not ready before a replica is promoted.',
             }),
           ),
+          minReplicasToWrite: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 4,
+              description:
+                'How many replicas must be linked, each within half the failover delay, for the primary to accept a write (redis min-replicas-to-write). Default 1 (0 with no replica): a primary cut off from every replica stops acknowledging writes a replica may soon be promoted without. 0 keeps writing, and may lose them.',
+            }),
+          ),
           maxLagBytes: Type.Optional(
             Type.Integer({
               minimum: 0,
@@ -187,6 +195,12 @@ export const CacheSpec = WithRules(
     message: REPLICATED_MEMCACHED_MESSAGE,
     fieldPath: '.mode',
     reason: 'FieldValueForbidden',
+  },
+  {
+    rule: '!has(self.replication) || !has(self.replication.minReplicasToWrite) || self.replication.minReplicasToWrite < self.replicas',
+    message:
+      'replication.minReplicasToWrite must be less than replicas: the primary counts the replicas linked to it, and there are replicas - 1',
+    fieldPath: '.replication.minReplicasToWrite',
   },
   {
     rule: `!has(self.replication) || ${MODE('self')} == 'replicated'`,

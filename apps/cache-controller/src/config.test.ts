@@ -34,6 +34,28 @@ describe('engine config', () => {
     assert.doesNotMatch(content, /requirepass|include/);
   });
 
+  test('a replicated redis primary acknowledges a write only with a replica linked within half the failover delay', () => {
+    const lines = (spec: Partial<CacheObject['spec']>) =>
+      renderConfig(cache({ mode: 'replicated', ...spec }))
+        .content.split('\n')
+        .filter((l) => l.startsWith('min-replicas-'));
+    assert.deepEqual(lines({ replicas: 3 }), ['min-replicas-to-write 1', 'min-replicas-max-lag 5']);
+    assert.deepEqual(
+      lines({ replicas: 3, replication: { minReplicasToWrite: 2, failoverDelaySeconds: 30 } }),
+      ['min-replicas-to-write 2', 'min-replicas-max-lag 15'],
+    );
+    // With no replica there is nothing to wait for; a delay of 1 s still allows a second.
+    assert.deepEqual(lines({ replicas: 1, replication: { failoverDelaySeconds: 1 } }), [
+      'min-replicas-to-write 0',
+      'min-replicas-max-lag 1',
+    ]);
+    assert.deepEqual(lines({ replicas: 3, replication: { minReplicasToWrite: 0 } }), [
+      'min-replicas-to-write 0',
+      'min-replicas-max-lag 5',
+    ]);
+    assert.deepEqual(lines({ replicas: 3, mode: 'standalone' }), [], 'standalone instances do not replicate');
+  });
+
   test('redis defaults to allkeys-lru, persists with an append-only file, and only includes the auth file', () => {
     const { content } = renderConfig(
       cache({ persistence: { enabled: true, size: '1Gi' }, auth: { enabled: true } }),

@@ -1,5 +1,5 @@
 import type { CacheObject } from './api.ts';
-import { authEnabled, persistent, replicated } from './names.ts';
+import { authEnabled, DEFAULT_FAILOVER_DELAY_S, persistent, replicated } from './names.ts';
 import { REPLICATED_DATA_DIR } from './replication/start-script.ts';
 import { quantityValue } from '@regulon/runtime';
 import { DEFAULT_EVICTION_POLICY, ENGINE_DEFAULTS } from './versions.ts';
@@ -61,8 +61,25 @@ export function renderConfig(cache: CacheObject): { file: string; content: strin
           'replica-serve-stale-data yes',
           // The primary streams its snapshot to a replica without writing it to its own disk.
           'repl-diskless-sync yes',
+          // A primary cut off from its replicas stops acknowledging writes that a replica promoted
+          // meanwhile would not have: within half the failover delay, before the manager promotes one.
+          `min-replicas-to-write ${minReplicasToWrite(cache)}`,
+          `min-replicas-max-lag ${replicaMaxLagSeconds(cache)}`,
         ]
       : []),
   ];
   return { file: CONFIG_FILE.redis, content: `${lines.join('\n')}\n` };
+}
+
+/** Replicas that must be linked for a replicated redis primary to accept a write (min-replicas-to-write). */
+export function minReplicasToWrite(cache: CacheObject): number {
+  return cache.spec.replication?.minReplicasToWrite ?? Math.min(1, cache.spec.replicas - 1);
+}
+
+/** How recently a replica must have answered to count as linked: half the failover delay, at least 1 s. */
+export function replicaMaxLagSeconds(cache: CacheObject): number {
+  return Math.max(
+    1,
+    Math.floor((cache.spec.replication?.failoverDelaySeconds ?? DEFAULT_FAILOVER_DELAY_S) / 2),
+  );
 }

@@ -100,3 +100,5 @@ export function selector(cache: CacheObject): Record<string, string> {
     'app.kubernetes.io/component': 'cache',
   };
 }
+
+export const DEFAULT_FAILOVER_DELAY_S = 10;

@@ -11,7 +11,15 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { type Manager, testManager } from '@regulon/runtime';
-import { cutOffFromPods, eventually, localImageCatalog, start, type TestEnv } from '@regulon/testenv';
+import {
+  cutOffFromPods,
+  cutPodOffFrom,
+  eventually,
+  localImageCatalog,
+  podSandboxPid,
+  start,
+  type TestEnv,
+} from '@regulon/testenv';
 import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
 import { Cache, type CacheObject } from './api.ts';
 import { clientPod, cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
@@ -374,6 +382,83 @@ done`,
       await stopManagerProcess(child);
       startManager();
     }
+  });
+
+  test('the primary cut off from its replicas stops acknowledging writes (NOREPLICAS) before a failover could happen; the Cache says WritesRefused, nothing fails over; writes acknowledged again once healed', async (t) => {
+    assert.ok(password, 'the first test ran');
+    const before = await eventually('settled before the cut', async () => settled(await get()) && get());
+    const primary = before.status!.currentPrimary!;
+    const all = await instancePods();
+    const primaryPod = all.find((p) => p.metadata!.name === primary)!;
+    const replicaIps = all.filter((p) => p.metadata!.name !== primary).map((p) => p.status!.podIP!);
+    const set = (key: string) =>
+      inClient(`redis-cli --no-auth-warning -h "$HOST" -p "$PORT" SET ${key} 1 2>&1 | head -n1`);
+    assert.equal((await set('before-cut')).trim(), 'OK');
+    // The manager and the clients still reach the primary: only its replicas do not.
+    const cut = cutPodOffFrom(podSandboxPid(primaryPod.metadata!.uid!), replicaIps);
+    const cutAt = Date.now();
+    let tries = 0;
+    /** Writes the primary acknowledged before it noticed: kept, since nothing fails over. */
+    const ackedWhileCut: string[] = [];
+    try {
+      const refused = await eventually(
+        'a write through the client Service refused with NOREPLICAS',
+        async () => {
+          const key = `while-cut-${++tries}`;
+          const out = (await set(key)).trim();
+          if (out === 'OK') ackedWhileCut.push(key);
+          return /NOREPLICAS/.test(out) && out;
+        },
+        30_000,
+        250,
+      );
+      const refusedAfter = Date.now() - cutAt;
+      // redis counts a replica while it acknowledged within min-replicas-max-lag (half the delay).
+      assert.ok(
+        refusedAfter < FAILOVER_DELAY_S * 1000,
+        `the isolated primary acknowledged writes for ${refusedAfter} ms, past the failover delay`,
+      );
+      const said = await eventually(
+        'Ready=False WritesRefused',
+        async () => {
+          const c = await get();
+          return cond(c, 'Ready')?.status === 'False' && cond(c, 'Ready')?.reason === 'WritesRefused' && c;
+        },
+        30_000,
+        200,
+      );
+      assert.match(
+        cond(said, 'Ready')!.message,
+        new RegExp(`^The primary ${primary} refuses writes until 1 replica`),
+      );
+      assert.equal(said.status?.currentPrimary, primary, 'nothing failed over');
+      t.diagnostic(
+        `primary cut off from its replicas: writes refused after ${(refusedAfter / 1000).toFixed(1)} s (${refused}); Ready: ${cond(said, 'Ready')!.message}`,
+      );
+    } finally {
+      cut.heal();
+    }
+    const healedAt = Date.now();
+    await eventually(
+      'a write acknowledged again',
+      async () => (await set('after-heal')).trim() === 'OK',
+      30_000,
+      250,
+    );
+    const after = await eventually(
+      'settled after healing',
+      async () => settled(await get()) && get(),
+      60_000,
+      200,
+    );
+    assert.equal(after.status?.currentPrimary, primary);
+    t.diagnostic(
+      `healed: writes acknowledged and settled ${((Date.now() - healedAt) / 1000).toFixed(1)} s after`,
+    );
+    assert.deepEqual(
+      await ask(primaryPod.status!.podIP!, ['EXISTS', 'before-cut', 'while-cut', 'after-heal']),
+      2,
+    );
   });
 
   test('the primary Pod deleted under a write load: a replica is promoted, writes resume, never two primaries, the old one rejoins', async (t) => {

@@ -20,6 +20,7 @@ import {
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheObject } from './api.ts';
 import { desiredWorkload, image } from './children.ts';
+import { minReplicasToWrite, replicaMaxLagSeconds } from './config.ts';
 import { bindingSecretName, childNames, replicated, selector, stateful } from './names.ts';
 import type { ReplicationView } from './replication/replication.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
@@ -103,6 +104,14 @@ export function computeStatus(
     if (!w) set('Ready', 'Unknown', 'WorkloadMissing', `The ${kind} does not exist yet`);
     else if (done && replicated(cache) && !primary)
       set('Ready', 'False', 'NoPrimary', r?.plan.waiting ?? 'No instance accepts writes');
+    else if (done && primary && r && refusesWrites(r, primary, minReplicasToWrite(cache)))
+      // redis refuses writes then (NOREPLICAS): serving reads is not serving.
+      set(
+        'Ready',
+        'False',
+        'WritesRefused',
+        `The primary ${primary} refuses writes until ${minReplicasToWrite(cache)} replica(s) acknowledge it within ${replicaMaxLagSeconds(cache)} s (spec.replication.minReplicasToWrite)${notLinked.length ? `: ${notLinked.join(', ')} not replicating from it` : ''}`,
+      );
     else if (done && notLinked.length)
       // It serves, and says what it lacks: never "all ready" while an instance does not replicate.
       set(
@@ -204,4 +213,16 @@ function replicationHealth(
     reason: 'Linked',
     message: `${cache.spec.replicas - 1} replica(s) linked to ${primary}`,
   };
+}
+
+/**
+ * Whether the primary refuses writes for want of linked replicas: by its own count (INFO's
+ * min_slaves_good_slaves), which is what redis decides on; by the manager's look at the replicas
+ * when the primary did not answer.
+ */
+function refusesWrites(r: ReplicationView, primary: string, needed: number): boolean {
+  if (needed === 0) return false;
+  const seen = r.observations.get(primary);
+  if (seen?.reachable && seen.info.goodReplicas !== undefined) return seen.info.goodReplicas < needed;
+  return [...r.plan.roles].filter(([pod, role]) => pod !== primary && role === 'replica').length < needed;
 }

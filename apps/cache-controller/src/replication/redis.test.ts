@@ -42,6 +42,7 @@ describe('redis INFO replication', () => {
       linkUp: false,
       masterHost: undefined,
       connectedReplicas: 2,
+      goodReplicas: undefined,
     });
     assert.deepEqual(toServer(info), {
       writable: true,
@@ -51,6 +52,17 @@ describe('redis INFO replication', () => {
       replayLsn: 5230n,
       streaming: false,
     });
+  });
+
+  test("a primary with min-replicas-to-write counts the replicas that acknowledged in time: its own view, before any replica's", () => {
+    const info = parseReplicationInfo(
+      PRIMARY_INFO.replace('lag=1\r\n', 'lag=7\r\n').replace(
+        'master_failover_state',
+        'min_slaves_good_slaves:1\r\nmaster_failover_state',
+      ),
+    );
+    assert.equal(info.connectedReplicas, 2);
+    assert.equal(info.goodReplicas, 1);
   });
 
   test('a replica streams only while its link is up', () => {

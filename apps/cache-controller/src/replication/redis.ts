@@ -23,6 +23,12 @@ export interface ReplicationInfo {
   /** A replica: the primary it follows, as configured (a host name or an address). */
   masterHost: string | undefined;
   connectedReplicas: number;
+  /**
+   * A primary with min-replicas-to-write: the replicas that acknowledged within
+   * min-replicas-max-lag, which it counts before it accepts a write. Its own
+   * view, not a replica's (a replica notices a cut link only after repl-timeout).
+   */
+  goodReplicas: number | undefined;
 }
 
 export type Observation =
@@ -46,6 +52,9 @@ export function parseReplicationInfo(text: string): ReplicationInfo {
     linkUp: fields.get('master_link_status') === 'up',
     masterHost: fields.get('master_host'),
     connectedReplicas: Number(fields.get('connected_slaves') ?? '0'),
+    goodReplicas: fields.has('min_slaves_good_slaves')
+      ? Number(fields.get('min_slaves_good_slaves'))
+      : undefined,
   };
 }
 

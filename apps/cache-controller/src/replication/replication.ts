@@ -21,11 +21,18 @@ import {
 import type { Context } from '@regulon/runtime';
 import type { CacheObject } from '../api.ts';
 import { desiredTopology, primaryHost } from '../children.ts';
-import { authSecretName, childNames, ordinalOf, podName, ROLE_LABEL, selector } from '../names.ts';
+import {
+  authSecretName,
+  childNames,
+  DEFAULT_FAILOVER_DELAY_S,
+  ordinalOf,
+  podName,
+  ROLE_LABEL,
+  selector,
+} from '../names.ts';
 import { ENGINE_DEFAULTS } from '../versions.ts';
 import type { Endpoint, Observation } from './redis.ts';
 
-export const DEFAULT_FAILOVER_DELAY_S = 10;
 export const DEFAULT_MAX_LAG_BYTES = 1024 ** 2;
 
 /** What the reconcile saw of a replicated redis's instances, for the status. */

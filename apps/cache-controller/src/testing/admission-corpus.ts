@@ -90,6 +90,18 @@ export const CACHE_CASES: AdmissionCase[] = [
   ...rejected('spec.replication.maxLagBytes', 'negative', [-1], M.atLeast(0), REPLICATED),
   ...accepted('spec.replication.failoverDelaySeconds', 'edge', [1, 300], REPLICATED),
   ...rejected('spec.replication', 'on a standalone Cache', [{ failoverDelaySeconds: 5 }], M.replicatedOnly),
+  ...rejected('spec.replication.minReplicasToWrite', 'negative', [-1], M.atLeast(0), REPLICATED),
+  ...rejected(
+    'spec.replication.minReplicasToWrite',
+    'as many as the instances',
+    [3],
+    /^Invalid value: .*replication\.minReplicasToWrite must be less than replicas: the primary counts the replicas linked to it/,
+    { ...REPLICATED, 'spec.replicas': 3 },
+  ),
+  ...accepted('spec.replication.minReplicasToWrite', 'none, or all the replicas', [0, 2], {
+    ...REPLICATED,
+    'spec.replicas': 3,
+  }),
 
   // spec.auth.secretName: names a Secret.
   ...rejected('spec.auth.secretName', 'empty', [''], M.empty),
