@@ -158,7 +158,9 @@ as_replication() { local tool=$1; shift; "$tool" --defaults-extra-file="$run/rep
 designated() { [ "$(cat ${TOPOLOGY_MOUNT}/primary 2>/dev/null)" = "$POD_NAME" ]; }
 initialized() { [ "$(cat ${TOPOLOGY_MOUNT}/initialized 2>/dev/null)" = "true" ]; }
 ask() { as_replication mariadb -h "$1" -P ${PORT} --connect-timeout=3 -N -B "\${@:3}" -e "$2" 2>/dev/null; }
-primary_up() { [ -n "$(ask "$PRIMARY_HOST" 'select @@read_only')" ]; }
+# The client Service reaches a writable primary, not merely a server: it may already select a
+# replica being promoted, whose history lacks what is not applied yet.
+primary_up() { [ "$(ask "$PRIMARY_HOST" 'select @@read_only')" = 0 ]; }
 wait_for_primary() {
   say "waiting for the primary at $PRIMARY_HOST"
   until primary_up; do sleep 2; done

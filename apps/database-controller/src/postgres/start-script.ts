@@ -88,7 +88,14 @@ as_replication() { env -u PGPASSWORD PGUSER=${REPLICATION_USER} PGCONNECT_TIMEOU
 say() { echo "regulon: $*" >&2; }
 designated() { [ "$(cat ${TOPOLOGY_MOUNT}/primary 2>/dev/null)" = "$POD_NAME" ]; }
 initialized() { [ "$(cat ${TOPOLOGY_MOUNT}/initialized 2>/dev/null)" = "true" ]; }
-primary_up() { as_replication pg_isready -q -h "$PRIMARY_HOST" -d postgres -t 2; }
+# The client Service reaches a primary that serves: writable, its last checkpoint on its current
+# timeline. Not merely one that answers: the Service may already select a standby being promoted,
+# and a rewind against it (still on the old timeline) finds "no rewind required" for data that went
+# past the fork, which then never streams (CI saw it). A freshly promoted one is waited for until
+# its checkpoint records the new timeline, which pg_rewind reads from its control file.
+primary_up() {
+  [ "$(as_replication psql -h "$PRIMARY_HOST" -d postgres -tAX -c "select case when pg_is_in_recovery() then false else (select timeline_id from pg_control_checkpoint()) = ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int end" 2>/dev/null)" = t ]
+}
 wait_for_primary() {
   say "waiting for the primary at $PRIMARY_HOST"
   until primary_up; do sleep 2; done
