@@ -78,6 +78,15 @@ const replicationCommon = {
         'How long the primary may be lost (Pod gone, not ready, unreachable) before a replica is promoted.',
     }),
   ),
+  switchoverCatchUpSeconds: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 3600,
+      default: 60,
+      description:
+        'How long a requested switchover (the regulon.dev/switchover-to annotation) waits for a target that streams beyond maxLag to catch up; the primary serves meanwhile, and the request is refused after it. 0: refused at once.',
+    }),
+  ),
 };
 
 const maxLagBytes = () =>
@@ -376,6 +385,17 @@ export const DatabaseStatus = Type.Object({
   binding: Type.Optional(Type.Object({ name: Type.String() })),
   currentPrimary: Type.Optional(
     Type.String({ description: 'The instance (Pod) that accepts writes; absent while none does.' }),
+  ),
+  switchover: Type.Optional(
+    Type.Object(
+      {
+        target: Type.String(),
+        state: Type.String({ description: 'Waiting (for the target to catch up), Refused, or Started' }),
+        message: Type.String(),
+        since: Type.String({ format: 'date-time' }),
+      },
+      { description: 'The last requested switchover and what became of it.' },
+    ),
   ),
   systemIdentifier: Type.Optional(
     Type.String({

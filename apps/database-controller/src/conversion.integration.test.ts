@@ -61,6 +61,7 @@ const FULL_SPEC: DatabaseV1alpha1Object['spec'] = {
   replication: {
     synchronous: true,
     failoverDelaySeconds: 30,
+    switchoverCatchUpSeconds: 120,
     maxLagBytes: 1_048_576,
     maxLagTransactions: 77,
   },
@@ -240,6 +241,7 @@ test('every field round-trips byte for byte: v1alpha1 → v1beta1 → v1alpha1, 
   assert.deepEqual(defaulted.spec.replication, {
     synchronous: false,
     failoverDelaySeconds: 10,
+    switchoverCatchUpSeconds: 60,
     maxLag: { bytes: 16_777_216, transactions: 1000 },
   });
 });

@@ -6,9 +6,9 @@ import type { V1StatefulSet } from '@kubernetes/client-node';
 import type { DatabaseObject } from './api.ts';
 import { desiredBackupCronJob, desiredStatefulSet, image } from './children.ts';
 import { childNames } from './names.ts';
-import { computeStatus } from './status.ts';
+import { computeStatus, type DatabaseStatus } from './status.ts';
 import { databaseWith } from './testing/parameters-corpus.ts';
-import { plan, type Member, type Server } from '@regulon/conventions';
+import { plan, type Member, type PlanInput, type Server } from '@regulon/conventions';
 
 /** The StatefulSet as the API server would report it once `db`'s template ran on every replica. */
 function settled(db: DatabaseObject): V1StatefulSet {
@@ -225,8 +225,14 @@ test('with an object store, BackupSucceeded and lastBackup follow the latest fin
 });
 
 /** A 3-instance postgres Database whose StatefulSet settled, and its status for these members, by the real plan(). */
-function replicatedStatus(members: Member[], updatedReplicas = 3, sync?: { confirming: number }) {
+function replicatedStatus(
+  members: Member[],
+  updatedReplicas = 3,
+  sync?: { confirming: number },
+  extra: { plan?: Partial<PlanInput>; prev?: DatabaseStatus } = {},
+) {
   const db = databaseWith('postgres', {});
+  if (extra.prev) db.status = extra.prev;
   db.spec.replicas = 3;
   if (sync) db.spec.replication = { ...db.spec.replication, synchronous: true };
   const sts = settled(db);
@@ -241,6 +247,7 @@ function replicatedStatus(members: Member[], updatedReplicas = 3, sync?: { confi
     maxLag: 100n,
     now: 1_000_000,
     switchoverTo: undefined,
+    ...extra.plan,
   });
   return computeStatus(db, {
     statefulSet: sts,
@@ -362,6 +369,43 @@ test('synchronous replication with no standby confirming: ReplicationHealthy say
     'Streaming',
     'asynchronous: nothing waits',
   );
+});
+
+test('status.switchover: Waiting while the target catches up, Refused kept after the request is gone, a wait given up leaves nothing', () => {
+  const members = [
+    instance(0, pgServer(true, 1000n)),
+    instance(1, pgServer(false, 850n)),
+    instance(2, pgServer(false, 1000n)),
+  ];
+  const asked = (since: number, prev?: DatabaseStatus) =>
+    replicatedStatus(members, 3, undefined, {
+      plan: { switchoverTo: 'd-1', switchoverRequestedAt: 1_000_000 - since, switchoverCatchUpMs: 60_000 },
+      ...(prev ? { prev } : {}),
+    });
+  const waiting = asked(10_000);
+  assert.equal(waiting.switchover?.state, 'Waiting');
+  assert.equal(waiting.switchover?.target, 'd-1');
+  assert.match(waiting.switchover?.message ?? '', /^switchover to d-1 waits for it to catch up: 150 behind/);
+  assert.equal(waiting.currentPrimary, 'd-0');
+  assert.match(
+    condition(waiting, 'ReplicationHealthy')?.message ?? '',
+    /switchover to d-1 waits for it to catch up/,
+  );
+  // The same wait a reconcile later keeps its since.
+  const later = asked(20_000, {
+    ...waiting,
+    switchover: { ...waiting.switchover, since: '2026-11-29T06:00:00Z' },
+  });
+  assert.equal(later.switchover?.since, '2026-11-29T06:00:00Z');
+
+  const refused = asked(61_000, later);
+  assert.equal(refused.switchover?.state, 'Refused');
+  assert.notEqual(refused.switchover?.since, '2026-11-29T06:00:00Z', 'a new state, a new since');
+  // The annotation is cleared on refusal: the reason stays in status until the next request.
+  const after = replicatedStatus(members, 3, undefined, { prev: refused });
+  assert.deepEqual(after.switchover, refused.switchover);
+  // A wait whose request was withdrawn says nothing more.
+  assert.equal(replicatedStatus(members, 3, undefined, { prev: waiting }).switchover, undefined);
 });
 
 test('backups enabled without an object store (stored before the CRD refused it): BackupSucceeded False, NoBackupDestination, whatever the dump did, and no lastBackup', () => {

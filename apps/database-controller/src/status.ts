@@ -247,6 +247,7 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
         : {}),
     binding: { name: o.credentialsSecret },
     ...(primary ? { currentPrimary: primary } : {}),
+    ...switchoverStatus(prev.switchover, r?.plan.switchover, now),
     ...(systemIdentifier ? { systemIdentifier } : {}),
     ...(instances ? { instances } : {}),
     endpoint: `${childNames(db).clientService}.${db.metadata.namespace}.svc:${port}`,
@@ -375,4 +376,23 @@ function replicationHealth(
     reason: 'Streaming',
     message: `${db.spec.replicas - 1} replica(s) streaming from ${primary}`,
   };
+}
+
+/**
+ * status.switchover: what became of the last requested switchover, kept once it was refused or
+ * started (the annotation is gone by then) until the next request; a wait that ends without
+ * either (the annotation removed) leaves nothing.
+ */
+function switchoverStatus(
+  prev: DatabaseStatus['switchover'],
+  planned: { target: string; state: string; message: string } | undefined,
+  now: Date,
+): Pick<DatabaseStatus, 'switchover'> {
+  if (planned) {
+    const same = prev?.target === planned.target && prev.state === planned.state;
+    return {
+      switchover: { ...planned, since: same ? prev.since : now.toISOString().replace(/\.\d{3}Z$/, 'Z') },
+    };
+  }
+  return prev && prev.state !== 'Waiting' ? { switchover: prev } : {};
 }

@@ -27,6 +27,7 @@ export class ReplicationMemory {
   readonly #leases = new Map<string, PrimaryLeaseView>();
   readonly #outOfTouchSince = new Map<string, number>();
   readonly #advanced = new Map<string, { lsn: bigint; at: number }>();
+  readonly #requests = new Map<string, { request: string; since: number }>();
   readonly #clock: Clock;
 
   constructor(clock: Clock = realClock) {
@@ -43,6 +44,22 @@ export class ReplicationMemory {
     let view = this.#leases.get(owner);
     if (!view) this.#leases.set(owner, (view = new PrimaryLeaseView(this.#clock, LEASE_WATCH_GAP_MS)));
     return view;
+  }
+
+  /**
+   * Since when this manager has seen `request` (a switchover's target) asked of `owner`: first
+   * seen, or `now` for a new one. Undefined `request` (none asked) forgets it. A new manager
+   * starts the clock again.
+   */
+  requestedSince(owner: string, request: string | undefined, now: number): number | undefined {
+    if (request === undefined) {
+      this.#requests.delete(owner);
+      return undefined;
+    }
+    const seen = this.#requests.get(owner);
+    if (seen?.request === request) return seen.since;
+    this.#requests.set(owner, { request, since: now });
+    return now;
   }
 
   /** When the trouble of instance `key` began, as first marked (`now` if not yet). */

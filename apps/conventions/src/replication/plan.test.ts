@@ -247,6 +247,84 @@ describe('replication plan', () => {
     );
     assert.equal(refused.currentPrimary, 'db-0');
     assert.equal(plan(input(lagging, { switchoverTo: 'db-2' })).step?.kind, 'topology', 'within the bound');
+    assert.deepEqual(plan(input(lagging, { switchoverTo: 'db-2' })).switchover, {
+      target: 'db-2',
+      state: 'Started',
+      message: 'switchover requested: db-0 hands the primary role to db-2',
+    });
+  });
+
+  test('switchover to a target beyond the lag bound: the primary keeps serving while it catches up, then the request is refused', () => {
+    const lagging = [member(0, primary(1000n)), member(1, standby(850n)), member(2, standby(900n))];
+    const asked = (since: number) =>
+      plan(
+        input(lagging, {
+          switchoverTo: 'db-1',
+          switchoverRequestedAt: NOW - since,
+          switchoverCatchUpMs: 60_000,
+        }),
+      );
+    const waiting = asked(10_000);
+    assert.equal(waiting.step, undefined, 'no handover yet, no refusal');
+    assert.equal(waiting.currentPrimary, 'db-0');
+    assert.equal(waiting.roles.get('db-0'), 'primary', 'the primary keeps serving');
+    assert.equal(waiting.switchover?.state, 'Waiting');
+    assert.equal(
+      waiting.waiting,
+      'switchover to db-1 waits for it to catch up: 150 behind the primary, beyond the lag bound (100); db-0 keeps serving, for up to 50 s more',
+    );
+    assert.equal(waiting.recheckInMs, 2000, 'looked at again soon: its position moves without an event');
+    assert.equal(asked(59_500).recheckInMs, 500);
+
+    const late = asked(61_000);
+    assert.equal(late.step?.kind, 'refuseSwitchover');
+    assert.equal(late.switchover?.state, 'Refused');
+    assert.match(
+      late.switchover?.message ?? '',
+      /150 behind the primary, beyond the lag bound \(100\), after 61 s to catch up; the primary keeps serving/,
+    );
+
+    // Caught up within the time: handed over.
+    const caughtUp = plan(
+      input([member(0, primary(1000n)), member(1, standby(950n)), member(2, standby(900n))], {
+        switchoverTo: 'db-1',
+        switchoverRequestedAt: NOW - 20_000,
+        switchoverCatchUpMs: 60_000,
+      }),
+    );
+    assert.equal(caughtUp.step?.kind === 'topology' && caughtUp.step.topology.primary, 'db-1');
+    assert.equal(caughtUp.switchover?.state, 'Started');
+
+    // A target that does not stream now (reconnecting after a pause) is given the same time.
+    const reconnecting = (since: number) =>
+      plan(
+        input([member(0, primary(1000n)), member(1, standby(850n, { streaming: false }))], {
+          switchoverTo: 'db-1',
+          switchoverRequestedAt: NOW - since,
+          switchoverCatchUpMs: 60_000,
+        }),
+      );
+    assert.equal(reconnecting(5_000).switchover?.state, 'Waiting');
+    assert.match(
+      reconnecting(5_000).waiting ?? '',
+      /waits for it to catch up: not a ready, streaming standby/,
+    );
+    assert.equal(reconnecting(61_000).step?.kind, 'refuseSwitchover');
+  });
+
+  test('a rolling update waits while a requested switchover waits for its target', () => {
+    const p = plan(
+      input(
+        [
+          member(0, primary(1000n)),
+          member(1, standby(850n), { outdated: true }),
+          member(2, standby(1000n), { outdated: true }),
+        ],
+        { switchoverTo: 'db-1', switchoverRequestedAt: NOW, switchoverCatchUpMs: 60_000 },
+      ),
+    );
+    assert.equal(p.step, undefined, 'no Pod replaced meanwhile');
+    assert.equal(p.switchover?.state, 'Waiting');
   });
 
   test('scaling below the primary moves it first to a streaming standby that stays', () => {

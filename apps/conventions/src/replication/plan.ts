@@ -99,6 +99,13 @@ export interface PlanInput {
   now: number;
   /** A requested switchover target (Pod name). */
   switchoverTo: string | undefined;
+  /**
+   * When this manager first saw the current switchover request, and how long a target that
+   * streams beyond the lag bound may take to come within it. Meanwhile the primary keeps serving
+   * and the plan waits; past it, the request is refused. Without them it is refused at once.
+   */
+  switchoverRequestedAt?: number | undefined;
+  switchoverCatchUpMs?: number | undefined;
   /** What the named primary said the last time it answered (undefined: never seen answering; see ReplicationMemory). */
   lastAnswer?: PrimaryAnswer | undefined;
   /**
@@ -190,6 +197,8 @@ export interface Plan {
    * every acknowledged commit, so nothing is promoted. `silent` are those it waits for.
    */
   quorum?: { silent: string[]; answered: string[]; needed: number } | undefined;
+  /** A requested switchover: what became of it in this plan (for status and Events). */
+  switchover?: { target: string; state: 'Waiting' | 'Refused' | 'Started'; message: string } | undefined;
 }
 
 /** The most advanced standby of this cluster that may take over, among the Pods that stay (and pass `eligible`). */
@@ -345,15 +354,25 @@ export function plan(input: PlanInput): Plan {
       return result;
     }
     const target = switchoverTarget(input, primaryServer);
-    if (target && 'refuse' in target) result.step = { kind: 'refuseSwitchover', message: target.refuse };
-    else if (target)
+    const requested = input.switchoverTo;
+    if (target && 'refuse' in target) {
+      result.step = { kind: 'refuseSwitchover', message: target.refuse };
+      result.switchover = { target: requested!, state: 'Refused', message: target.refuse };
+    } else if (target && 'wait' in target) {
+      // A handover pending: nothing else moves the primary meanwhile (a rolling update included).
+      result.waiting = target.wait;
+      result.recheckInMs = target.inMs;
+      result.switchover = { target: requested!, state: 'Waiting', message: target.wait };
+    } else if (target) {
       result.step = {
         kind: 'topology',
         topology: { ...topology, primary: target.member.pod },
         reason: 'Switchover',
         message: target.why,
       };
-    else rollingUpdate(input, primaryServer, result);
+      if (requested === target.member.pod)
+        result.switchover = { target: requested, state: 'Started', message: target.why };
+    } else rollingUpdate(input, primaryServer, result);
     return result;
   }
 
@@ -617,22 +636,34 @@ function roleOf(m: Member, primary: Member | undefined, input: PlanInput): Role 
 function switchoverTarget(
   input: PlanInput,
   primary: Member,
-): { member: Member; why: string } | { refuse: string } | undefined {
+): { member: Member; why: string } | { refuse: string } | { wait: string; inMs: number } | undefined {
   const requested = input.switchoverTo;
   if (requested && requested !== primary.pod) {
     const m = input.members.find((x) => x.pod === requested);
     if (!m || m.ordinal >= input.replicas)
       return { refuse: `switchover to ${requested}: no such instance among the ${input.replicas} replicas` };
-    if (!m.server || !m.server.streaming || !m.ready)
-      return { refuse: `switchover to ${requested}: it is not a ready, streaming standby` };
     // The old primary's clean shutdown sends the target what it lacks; one far behind would keep
-    // the primary role unserved that long. The primary keeps serving instead.
-    const behind = primary.server!.lsn - m.server.lsn;
-    if (behind > input.maxLag)
+    // the primary role unserved that long. The primary keeps serving instead, while the target is
+    // given switchoverCatchUpMs to stream within the lag bound (a standby that reconnects, as one
+    // does after a pause, counts as catching up).
+    const catchUpMs = input.switchoverCatchUpMs ?? 0;
+    const waited = input.now - (input.switchoverRequestedAt ?? input.now);
+    const streaming = m.server?.streaming === true && m.ready;
+    const behind = m.server ? primary.server!.lsn - m.server.lsn : undefined;
+    if (streaming && behind! <= input.maxLag)
+      return { member: m, why: `switchover requested: ${primary.pod} hands the primary role to ${m.pod}` };
+    const lacking = streaming
+      ? `${behind} behind the primary, beyond the lag bound (${input.maxLag})`
+      : 'not a ready, streaming standby';
+    if (waited < catchUpMs)
       return {
-        refuse: `switchover to ${requested}: it is ${behind} behind the primary, beyond the lag bound (${input.maxLag}); the primary keeps serving: request it again once it has caught up`,
+        wait: `switchover to ${requested} waits for it to catch up: ${lacking}; ${primary.pod} keeps serving, for up to ${Math.ceil((catchUpMs - waited) / 1000)} s more`,
+        // Looked at again soon: the target's position moves without any event.
+        inMs: Math.min(catchUpMs - waited, 2000),
       };
-    return { member: m, why: `switchover requested: ${primary.pod} hands the primary role to ${m.pod}` };
+    return {
+      refuse: `switchover to ${requested}: it is ${lacking}${catchUpMs ? `, after ${Math.round(waited / 1000)} s to catch up` : ''}; the primary keeps serving: request it again once it has caught up`,
+    };
   }
   if (primary.ordinal >= input.replicas) {
     const best = bestStandby(input, primary.pod);

@@ -40,6 +40,8 @@ export const SWITCHOVER_ANNOTATION = 'regulon.dev/switchover-to';
  */
 export const FORCE_PROMOTE_ANNOTATION = 'regulon.dev/force-promote';
 const DEFAULT_FAILOVER_DELAY_S = 10;
+/** spec.replication.switchoverCatchUpSeconds' default (the CRD's): kept here for objects stored before it. */
+const DEFAULT_SWITCHOVER_CATCH_UP_S = 60;
 /** The primary Lease's duration: the instance agent's default (it fences at its 10 s renew deadline). */
 export const PRIMARY_LEASE_SECONDS = 15;
 
@@ -179,6 +181,9 @@ export async function reconcileReplication(
     maxLag: driver?.maxLag(db) ?? 0n,
     now,
     switchoverTo,
+    switchoverRequestedAt: memory.requestedSince(db.metadata.uid!, switchoverTo, now),
+    switchoverCatchUpMs:
+      (db.spec.replication?.switchoverCatchUpSeconds ?? DEFAULT_SWITCHOVER_CATCH_UP_S) * 1000,
     lastAnswer: memory.lastAnswer(db.metadata.uid!, topology.primary, members),
     primaryLease,
     primaryFailsafe: lease?.failsafe,
@@ -190,6 +195,8 @@ export async function reconcileReplication(
   const seen: Seen = { pods: byName, observations, password, driver };
   if (decided.step) await carryOut(db, ctx, decided.step, topology, seen, now);
   else if (decided.currentPrimary) await tendPrimary(ctx, decided.currentPrimary, instances, seen, db);
+  if (decided.switchover?.state === 'Waiting' && db.status?.switchover?.state !== 'Waiting')
+    ctx.event('Normal', 'SwitchoverWaiting', decided.switchover.message);
   if (switchoverTo && (switchoverTo === decided.currentPrimary || decided.step?.kind === 'refuseSwitchover'))
     await clearAnnotation(db, ctx, SWITCHOVER_ANNOTATION);
   // An order that was carried out, or that no longer has anything to force: a primary serves.
