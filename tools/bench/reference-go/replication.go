@@ -137,6 +137,12 @@ type replicationPlan struct {
 	waiting        string
 	recheckInMs    int64
 	hasRecheck     bool
+	// A requested switchover: what became of it (status.switchover), as plan.ts's Plan.switchover.
+	switchover *switchoverOutcome
+}
+
+type switchoverOutcome struct {
+	target, state, message string
 }
 
 type planInput struct {
@@ -238,10 +244,14 @@ func plan(in planInput) replicationPlan {
 		}
 		if target, refuse, why := switchoverTarget(&in, primaryServer); refuse != "" {
 			result.step = &step{kind: "refuseSwitchover", message: refuse}
+			result.switchover = &switchoverOutcome{target: in.switchoverTo, state: "Refused", message: refuse}
 		} else if target != nil {
 			next := t
 			next.primary = target.pod
 			result.step = &step{kind: "topology", topology: next, reason: "Switchover", message: why}
+			if in.switchoverTo == target.pod {
+				result.switchover = &switchoverOutcome{target: target.pod, state: "Started", message: why}
+			}
 		}
 		return result
 	}

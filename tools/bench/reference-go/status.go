@@ -264,6 +264,19 @@ func (db *database) computeStatus(o observed, now time.Time) map[string]any {
 	if primary != "" {
 		status["currentPrimary"] = primary
 	}
+	// status.switchover, as status.ts's switchoverStatus: what became of the last request, kept once
+	// refused or started; a wait given up leaves nothing. (The reference never waits for a catch-up.)
+	prevSwitchover, _ := prev["switchover"].(map[string]any)
+	if r != nil && r.plan.switchover != nil {
+		s := r.plan.switchover
+		since := metaTime(now)
+		if prevSwitchover != nil && prevSwitchover["target"] == s.target && prevSwitchover["state"] == s.state {
+			since, _ = prevSwitchover["since"].(string)
+		}
+		status["switchover"] = map[string]any{"target": s.target, "state": s.state, "message": s.message, "since": since}
+	} else if prevSwitchover != nil && prevSwitchover["state"] != "Waiting" {
+		status["switchover"] = prevSwitchover
+	}
 	// The system identifier comes from a server's answer over SQL, which the reference never asks.
 	if truthy(prev["systemIdentifier"]) {
 		status["systemIdentifier"] = prev["systemIdentifier"]

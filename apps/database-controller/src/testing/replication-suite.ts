@@ -930,7 +930,27 @@ export function describeReplication(e: EngineUnderTest): void {
       // The Pod of a killed server goes within a second: a manager that did not see it being
       // deleted sees a primary not ready, and its new Pod may be back, as the primary the topology
       // names, within the failover delay. Either is right; what is checked is what was lost.
-      const { lost } = await underLoad(t, 'async crash', crash, false);
+      // The status may still say what it said before the crash: until the new Pod serves, "healthy"
+      // would be the old status's word (CI twice read a primary that was not there yet).
+      const crashAndReplace = async (primary: string) => {
+        const before = (await pods().get(primary, { namespace: ns })).metadata!.uid;
+        await crash(primary);
+        await explained(
+          eventually(
+            `${primary} replaced and Ready`,
+            async () => {
+              const p = await pods().get(primary, { namespace: ns });
+              return (
+                p.metadata?.uid !== before &&
+                !p.metadata?.deletionTimestamp &&
+                p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')
+              );
+            },
+            180_000,
+          ),
+        );
+      };
+      const { lost } = await underLoad(t, 'async crash', crashAndReplace, false);
       t.diagnostic(`asynchronous replication: ${lost.length} acknowledged writes lost in a crash failover`);
     });
 
