@@ -249,14 +249,14 @@ export class Stanzas {
       if (!(err instanceof ExecError)) throw err;
       message = `Cannot set up WAL archiving on ${primary.pod}: ${err.message}`;
     }
-    this.#state.set(db.metadata.uid ?? '', { key, ok, message, at: now });
+    // checkedAt: the archiver's first read comes one period on, archive_command running only now
+    // that the stanza exists.
+    this.#state.set(db.metadata.uid ?? '', { key, ok, message, at: now, checkedAt: now });
     if (!ok) {
       ctx.warn('ArchivingFailed', message);
       return STANZA_RETRY_MS;
     }
     if (prev?.ok === false || !prev) ctx.event('Normal', 'ArchivingReady', message);
-    // The archiver's first read comes one period on: archive_command runs only now that the stanza exists.
-    this.#state.get(db.metadata.uid ?? '')!.checkedAt = now;
     return ARCHIVER_CHECK_MS;
   }
 

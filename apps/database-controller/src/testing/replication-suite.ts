@@ -28,6 +28,7 @@ import {
   loadImagesIntoRealNode,
   localImageCatalog,
   podPids,
+  podSandboxPid,
   start,
   type TestEnv,
 } from '@regulon/testenv';
@@ -598,8 +599,7 @@ export function describeReplication(e: EngineUnderTest): void {
         cuts.push(cutOffFromApiServer(CUT_OFF_GIDS[engine], env.server));
         for (const p of before.status!.instances!) {
           const uid = (await pods().get(p.name, { namespace: ns })).metadata!.uid!;
-          const sandbox = podPids(uid, isSandbox)[0];
-          assert.ok(sandbox, `the sandbox of ${p.name}`);
+          const sandbox = podSandboxPid(uid);
           cuts.push(cutPodOffFrom(sandbox, apiAddresses));
         }
         cutAt = Date.now();
@@ -1311,8 +1311,7 @@ export function describeReplication(e: EngineUnderTest): void {
             const [oldPod, laggingPod, confirmingPod] = (await Promise.all(
               [old, lagging, confirming].map((p) => pods().get(p, { namespace: ns })),
             )) as [V1Pod, V1Pod, V1Pod];
-            const sandbox = podPids(laggingPod.metadata!.uid!, isSandbox)[0];
-            assert.ok(sandbox, `the sandbox of ${lagging}`);
+            const sandbox = podSandboxPid(laggingPod.metadata!.uid!);
             const cutAt = Date.now();
             const service = await client.resource(Kinds.Service).get(NAME, { namespace: ns });
             cuts.push(cutPodOffFrom(sandbox, [oldPod.status!.podIP!, service.spec!.clusterIP!]));
