@@ -97,6 +97,44 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     });
     return parseInfo(r.stdout);
   };
+  /**
+   * Until the Database's standby streams and has replayed all the primary
+   * wrote: a Ready standby may not stream yet (it is Ready once it answers
+   * queries), and promoted before it does it would lack the rows. That is
+   * asynchronous replication's loss, not what these tests are about.
+   */
+  const standbyPastTheRows = (name: string) =>
+    eventually(
+      `${name}'s standby streaming and past the rows`,
+      () =>
+        withPrimary(name, async (c) => {
+          const r = await c.query<{ n: number }>(
+            "select count(*)::int as n from pg_stat_replication where state = 'streaming' and replay_lsn >= pg_current_wal_lsn()",
+          );
+          return r.rows[0]!.n === 1 || undefined;
+        }),
+      120_000,
+      200,
+    );
+  /** Deletes the primary's Pod and waits for another instance to be promoted; returns its name. */
+  const failOver = async (name: string, old: string, t: { diagnostic: (m: string) => void }) => {
+    const lostAt = Date.now();
+    await client.resource<V1Pod>(Kinds.Pod).delete(old, { namespace: ns });
+    const promoted = await eventually(
+      `a replica of ${name} promoted`,
+      async () => {
+        const d = await dbs().get(name, { namespace: ns });
+        return d.status?.currentPrimary && d.status.currentPrimary !== old
+          ? d.status.currentPrimary
+          : undefined;
+      },
+      300_000,
+    );
+    t.diagnostic(
+      `failover ${old} -> ${promoted} ${((Date.now() - lostAt) / 1000).toFixed(1)} s after the Pod was deleted`,
+    );
+    return promoted;
+  };
   const archiverGauge = async (database: string, metric: string) =>
     (await mgr.registry.getSingleMetric(metric)?.get())?.values.find(
       (v) => v.labels['database'] === database && v.labels['database_namespace'] === ns,
@@ -251,42 +289,97 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     assert.deepEqual(await ids('ledger-pitr'), range(1, 20));
   });
 
-  test("a point in time before every backup cannot be restored: the Database says why (Degraded InstanceFailing with pgBackRest's words, a Warning Event), not only its Pod log", async (t) => {
+  test("a restore the archive cannot give fails, saying why (Degraded InstanceFailing, a Warning Event), not only in its Pod log: a time before every backup, a time past the archive's end, a hole in the archive", async (t) => {
     // ledger's repository (the test above) holds backups that all stopped after this moment.
     const base = await backups().get('ledger-base', { namespace: ns });
     const tooEarly = new Date(Date.parse(base.status!.startedAt!) - 3_600_000).toISOString();
-    const created = Date.now();
-    await createDatabase('ledger-early', {
-      bootstrap: { recovery: { source: objectStore('store-keys', `${ns}/ledger`), targetTime: tooEarly } },
-    });
-    const failing = await eventually(
-      'ledger-early Degraded InstanceFailing',
-      async () => {
-        const d = await dbs().get('ledger-early', { namespace: ns });
-        return cond(d.status?.conditions, 'Degraded')?.reason === 'InstanceFailing' ? d : undefined;
-      },
-      240_000,
+    // Past anything ledger will have archived by the time the restore replays its archive. (The hole
+    // below stops it sooner: postgres says the same, and then no transaction after the backup was replayed.)
+    const tooLate = new Date(Date.now() + 3_600_000).toISOString();
+    // A hole: the segment after ledger-base's last one goes from the store, with later ones archived.
+    const stop = base.status!.wal!.stopSegment!;
+    const after = (await store.listObjects(BUCKET, `${ns}/ledger/archive/db/`))
+      .map((o) => /\/([0-9A-F]{24})-[0-9a-f]{40}/.exec(o.key))
+      .filter((m) => m !== null && m[1]! > stop)
+      .map((m) => m![0].slice(1, 25));
+    for (let i = after.length; i < 2; i++) {
+      const segment = await withPrimary('ledger', async (c) => {
+        await c.query('insert into items(id) values ($1)', [1000 + i]);
+        const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
+        return r.rows[0]!.w;
+      });
+      await eventually(
+        `${segment} archived`,
+        async () =>
+          (await store.listObjects(BUCKET, `${ns}/ledger/archive/db/`)).some((o) =>
+            o.key.includes(`/${segment}-`),
+          ) || undefined,
+      );
+      after.push(segment);
+    }
+    after.sort();
+    const hole = after[0]!;
+    const [holeObject] = (await store.listObjects(BUCKET, `${ns}/ledger/archive/db/`)).filter((o) =>
+      o.key.includes(`/${hole}-`),
     );
+    const removed = await store.request({ method: 'DELETE', bucket: BUCKET, key: holeObject!.key });
+    assert.equal(removed.status, 204, `deleting ${holeObject!.key}`);
     t.diagnostic(
-      `a restore that cannot succeed reported ${((Date.now() - created) / 1000).toFixed(1)} s after create`,
+      `the hole: ${hole}, after ledger-base's ${stop}; archived after it: ${after.slice(1).join(', ')}`,
     );
-    const degraded = cond(failing.status?.conditions, 'Degraded')!;
-    assert.equal(degraded.status, 'True');
-    assert.match(
-      degraded.message,
-      /^Instance ledger-early-0: container postgres exits with code 1: .*unable to find backup set with stop time less than/,
-    );
-    assert.equal(cond(failing.status?.conditions, 'Ready')?.status, 'False');
-    assert.equal(cond(failing.status?.conditions, 'Stalled')?.status, 'False', 'a new spec heals it');
-    assert.equal(failing.status?.phase, 'Degraded');
-    await eventually(
-      'a Warning Event InstanceFailing on ledger-early',
-      async () =>
-        (await eventsAbout('ledger-early', 'Warning', 'InstanceFailing')).some((e) =>
-          /unable to find backup set/.test(typeof e['note'] === 'string' ? e['note'] : ''),
-        ) || undefined,
-    );
-    await dbs().delete('ledger-early', { namespace: ns });
+
+    const created = Date.now();
+    const source = objectStore('store-keys', `${ns}/ledger`);
+    await Promise.all([
+      createDatabase('ledger-early', { bootstrap: { recovery: { source, targetTime: tooEarly } } }),
+      createDatabase('ledger-late', { bootstrap: { recovery: { source, targetTime: tooLate } } }),
+      createDatabase('ledger-hole', { bootstrap: { recovery: { source } } }),
+    ]);
+    const failing = async (name: string, message: RegExp, phrase: RegExp) => {
+      const d = await eventually(
+        `${name} Degraded InstanceFailing`,
+        async () => {
+          const d = await dbs().get(name, { namespace: ns });
+          return cond(d.status?.conditions, 'Degraded')?.reason === 'InstanceFailing' ? d : undefined;
+        },
+        300_000,
+      );
+      t.diagnostic(`${name}: reported ${((Date.now() - created) / 1000).toFixed(1)} s after create`);
+      const degraded = cond(d.status?.conditions, 'Degraded')!;
+      t.diagnostic(`${name}: ${degraded.message}`);
+      assert.equal(degraded.status, 'True');
+      assert.match(degraded.message, message);
+      assert.equal(cond(d.status?.conditions, 'Ready')?.status, 'False');
+      assert.equal(cond(d.status?.conditions, 'Stalled')?.status, 'False', 'a new spec heals it');
+      assert.equal(d.status?.phase, 'Degraded');
+      await eventually(
+        `a Warning Event InstanceFailing on ${name}`,
+        async () =>
+          (await eventsAbout(name, 'Warning', 'InstanceFailing')).some((e) =>
+            phrase.test(typeof e['note'] === 'string' ? e['note'] : ''),
+          ) || undefined,
+      );
+      await dbs().delete(name, { namespace: ns });
+    };
+    await Promise.all([
+      failing(
+        'ledger-early',
+        /^Instance ledger-early-0: container postgres exits with code 1: .*unable to find backup set with stop time less than/,
+        /unable to find backup set/,
+      ),
+      failing(
+        'ledger-late',
+        /^Instance ledger-late-0: container postgres exits with code 1: regulon: error: the archive ends, or has a gap, before the recovery target \S+ \S+( \(the last transaction replayed was at .+\))?: restore to an earlier targetTime$/,
+        /the archive ends, or has a gap, before the recovery target/,
+      ),
+      failing(
+        'ledger-hole',
+        new RegExp(
+          `^Instance ledger-hole-0: container postgres exits with code 1: regulon: error: the archive has a gap: WAL segment ${hole} is missing while later ones are archived \\(up to [0-9A-F]{24}\\), so recovery stopped at [0-9A-F]+/[0-9A-F]+ and the restore would lack every transaction after it`,
+        ),
+        new RegExp(`the archive has a gap: WAL segment ${hole} is missing`),
+      ),
+    ]);
   });
 
   test('WAL archiving refused by the store: ArchivingFailed naming the segment, a Warning Event and the gauges within a minute, the Database Ready; once the store answers, archived again with nothing missing', async (t) => {
@@ -624,20 +717,7 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     );
     await withPrimary('pair', (c) => c.query('create table items(id int primary key)'));
     await insert('pair', 1, 100);
-    // A Ready standby may not stream yet (it is Ready once it answers queries). Promoted before it
-    // does, it would lack these rows: that is asynchronous replication's loss, not what this test is about.
-    await eventually(
-      "pair's standby streaming and past the rows",
-      () =>
-        withPrimary('pair', async (c) => {
-          const r = await c.query<{ n: number }>(
-            "select count(*)::int as n from pg_stat_replication where state = 'streaming' and replay_lsn >= pg_current_wal_lsn()",
-          );
-          return r.rows[0]!.n === 1 || undefined;
-        }),
-      120_000,
-      200,
-    );
+    await standbyPastTheRows('pair');
     const old = (await dbs().get('pair', { namespace: ns })).status!.currentPrimary!;
 
     await backupOf('pair-during', 'pair');
@@ -650,21 +730,7 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
       120_000,
       100,
     );
-    const lostAt = Date.now();
-    await client.resource<V1Pod>(Kinds.Pod).delete(old, { namespace: ns });
-    const promoted = await eventually(
-      'a replica promoted',
-      async () => {
-        const d = await dbs().get('pair', { namespace: ns });
-        return d.status?.currentPrimary && d.status.currentPrimary !== old
-          ? d.status.currentPrimary
-          : undefined;
-      },
-      300_000,
-    );
-    t.diagnostic(
-      `failover ${old} -> ${promoted} ${((Date.now() - lostAt) / 1000).toFixed(1)} s after the Pod was deleted`,
-    );
+    const promoted = await failOver('pair', old, t);
 
     const during = await finished('pair-during', 600_000);
     const outcome = cond(during.status?.conditions, 'Succeeded');
@@ -720,6 +786,108 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     assert.deepEqual(await ids('pair-restored'), range(1, 100));
     assert.deepEqual(await ids('pair'), range(1, 200), 'the source is untouched');
     await assertNoKeysAnywhere();
+  });
+
+  test('a primary whose archiving is refused fails: the promoted standby archives the segments it had not (ArchiveCaughtUp), and a restore to the end of the archive holds every row', async (t) => {
+    await createDatabase('relay', { replicas: 2, replication: { failoverDelaySeconds: 0 } });
+    await ready('relay');
+    await eventually(
+      'both instances of relay serving',
+      async () => (await dbs().get('relay', { namespace: ns })).status?.readyReplicas === 2,
+      300_000,
+    );
+    await withPrimary('relay', (c) => c.query('create table items(id int primary key)'));
+    await insert('relay', 1, 100);
+    await backupOf('relay-base', 'relay');
+    assert.equal((await finished('relay-base')).status?.phase, 'Succeeded');
+
+    const old = (await dbs().get('relay', { namespace: ns })).status!.currentPrimary!;
+    const pod = await client.resource<V1Pod>(Kinds.Pod).get(old, { namespace: ns });
+    const storeAddress = new URL(store.podEndpoint!);
+    const refusal = refusePodConnectionsTo(
+      podSandboxPid(pod.metadata!.uid!),
+      storeAddress.hostname,
+      Number(storeAddress.port),
+    );
+    const unarchived: string[] = [];
+    try {
+      // Two segments closed while the store refuses: the old primary can archive neither.
+      for (const [from, to] of [
+        [101, 150],
+        [151, 200],
+      ] as const) {
+        await insert('relay', from, to);
+        unarchived.push(
+          await withPrimary('relay', async (c) => {
+            const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
+            return r.rows[0]!.w;
+          }),
+        );
+      }
+      const archived = await withPrimary('relay', async (c) => {
+        const r = await c.query<{ w: string | null }>('select last_archived_wal as w from pg_stat_archiver');
+        return r.rows[0]?.w ?? '';
+      });
+      assert.ok(
+        archived < unarchived[0]!,
+        `${unarchived[0]} archived (${archived}) though the store refuses`,
+      );
+      await standbyPastTheRows('relay');
+      const lostAt = Date.now();
+      await failOver('relay', old, t);
+      const caughtUp = await eventually(
+        'an ArchiveCaughtUp Event on relay',
+        async () => (await eventsAbout('relay', 'Normal', 'ArchiveCaughtUp'))[0],
+        180_000,
+      );
+      t.diagnostic(
+        `${((Date.now() - lostAt) / 1000).toFixed(1)} s after the Pod was deleted: ${String(caughtUp['note'])}`,
+      );
+      const [, first, last] =
+        /\(([0-9A-F]{24})(?: to ([0-9A-F]{24}))?\)/.exec(String(caughtUp['note'])) ?? [];
+      assert.ok(
+        first && first <= unarchived[0]! && (last ?? first) >= unarchived[1]!,
+        `the segments archived include ${unarchived.join(' and ')}`,
+      );
+    } finally {
+      // With the old primary's sandbox gone, nothing is left to undo: heal() says so quietly.
+      refusal.heal();
+    }
+    for (const segment of unarchived)
+      assert.ok(
+        (await store.listObjects(BUCKET, `${ns}/relay/archive/db/`)).some((o) =>
+          o.key.includes(`/${segment}-`),
+        ),
+        `${segment} in the store`,
+      );
+    assert.deepEqual(await eventsAbout('relay', 'Warning', 'ArchiveGap'), [], 'nothing is missing');
+
+    // Rows on the new timeline, its segment archived: the restore replays across the failover.
+    await insert('relay', 201, 300);
+    const segment = await withPrimary('relay', async (c) => {
+      const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
+      return r.rows[0]!.w;
+    });
+    await eventually(
+      `${segment} archived into the store`,
+      async () =>
+        (await store.listObjects(BUCKET, `${ns}/relay/archive/db/`)).some((o) =>
+          o.key.includes(`/${segment}-`),
+        ) || undefined,
+      180_000,
+      1_000,
+    );
+    const restoring = Date.now();
+    await createDatabase('relay-restored', {
+      bootstrap: { recovery: { source: objectStore('store-keys', `${ns}/relay`) } },
+    });
+    await ready('relay-restored');
+    t.diagnostic(
+      `restored to the end of the archive, to Ready in ${((Date.now() - restoring) / 1000).toFixed(1)} s`,
+    );
+    assert.deepEqual(await ids('relay-restored'), range(1, 300));
+    await dbs().delete('relay-restored', { namespace: ns });
+    await dbs().delete('relay', { namespace: ns });
   });
 
   test('throughput: a database of 200 MiB and more, backed up and restored', async (t) => {

@@ -7,6 +7,7 @@ import { ARCHIVE_STUCK_MS, archiverHealth, parseArchiverState, type ArchiverStat
 import { ARCHIVE_LAG_METRIC, ARCHIVING_FAILING_METRIC, archiverReporter } from './archiver-metrics.ts';
 import { ARCHIVER_CHECK_MS, Stanzas } from './database.ts';
 import type { ExecRequest, ExecResult, Executor } from './exec.ts';
+import { segmentName } from './timelines.ts';
 
 const T = Date.parse('2026-11-29T06:00:00Z');
 const healthy: ArchiverState = {
@@ -117,15 +118,32 @@ const db = {
   },
 } as unknown as DatabaseObject;
 
-/** An executor that answers stanza-create with success and the archiver's query with `archiver()`. */
-function scripted(archiver: () => ExecResult) {
+/**
+ * An executor that answers stanza-create with success, the timelines' scan
+ * with `scan()` (by default as on timeline 1: no output), a push of segments
+ * with `push()`, and the archiver's query with `archiver()`.
+ */
+function scripted(
+  archiver: () => ExecResult,
+  more: { scan?: () => string; push?: (segments: string[]) => ExecResult } = {},
+) {
   const calls: string[] = [];
+  const ok = (stdout: string) => Promise.resolve({ exitCode: 0, stdout, stderr: '' });
   const executor: Executor = {
     exec(req: ExecRequest) {
       const script = req.command.join(' ');
       if (script.includes('stanza-create')) {
         calls.push('stanza-create');
-        return Promise.resolve({ exitCode: 0, stdout: '', stderr: '' });
+        return ok('');
+      }
+      if (script.includes('repo-ls')) {
+        calls.push('timelines');
+        return ok(more.scan?.() ?? '');
+      }
+      if (req.command[3] === 'push') {
+        const segments = req.command.slice(4);
+        calls.push(`push ${segments.join(' ')}`);
+        return Promise.resolve(more.push!(segments));
       }
       calls.push('archiver');
       return Promise.resolve(archiver());
@@ -133,14 +151,20 @@ function scripted(archiver: () => ExecResult) {
   };
   return { executor, calls };
 }
+/** A Context that records Events: `Type Reason` in `events`, and `Type Reason: message` in `notes`. */
 const recordingContext = () => {
   const events: string[] = [];
+  const notes: string[] = [];
+  const record = (type: string, reason: string, message: string) => {
+    events.push(`${type} ${reason}`);
+    notes.push(`${type} ${reason}: ${message}`);
+  };
   const ctx = {
     signal: new AbortController().signal,
-    warn: (reason: string) => void events.push(`Warning ${reason}`),
-    event: (type: string, reason: string) => void events.push(`${type} ${reason}`),
+    warn: (reason: string, message: string) => record('Warning', reason, message),
+    event: record,
   } as unknown as Context;
-  return { ctx, events };
+  return { ctx, events, notes };
 };
 
 test('the stanza once, then the archiver every ARCHIVER_CHECK_MS: a failure and a recovery are each an Event and move the status', async () => {
@@ -151,17 +175,17 @@ test('the stanza once, then the archiver every ARCHIVER_CHECK_MS: a failure and 
   const primary = { pod: 'orders-0', uid: 'pod-uid' };
 
   assert.equal(await stanzas.ensure(db, ctx, primary, T), ARCHIVER_CHECK_MS);
-  assert.deepEqual(calls, ['stanza-create']);
+  assert.deepEqual(calls, ['stanza-create', 'timelines']);
   assert.deepEqual(events, ['Normal ArchivingReady']);
   assert.deepEqual(stanzas.archiving(db), { ok: true, message: 'WAL is archived into backups/shop/orders' });
   assert.equal(stanzas.archiver(db), undefined, 'not read yet');
 
   // Not due: nothing run, the time left returned.
   assert.equal(await stanzas.ensure(db, ctx, primary, T + 5_000), ARCHIVER_CHECK_MS - 5_000);
-  assert.deepEqual(calls, ['stanza-create']);
+  assert.deepEqual(calls, ['stanza-create', 'timelines']);
 
   assert.equal(await stanzas.ensure(db, ctx, primary, T + ARCHIVER_CHECK_MS), ARCHIVER_CHECK_MS);
-  assert.deepEqual(calls, ['stanza-create', 'archiver']);
+  assert.deepEqual(calls, ['stanza-create', 'timelines', 'archiver'], 'timeline 1: looked at once');
   assert.equal(stanzas.archiver(db)?.ok, true);
   assert.deepEqual(events, ['Normal ArchivingReady'], 'healthy is no news');
 
@@ -189,7 +213,7 @@ test('the stanza once, then the archiver every ARCHIVER_CHECK_MS: a failure and 
 
   // A new primary: the stanza again there, and the archiver read anew.
   await stanzas.ensure(db, ctx, { pod: 'orders-1', uid: 'pod-uid-2' }, T + 6 * ARCHIVER_CHECK_MS);
-  assert.deepEqual(calls.slice(-1), ['stanza-create']);
+  assert.deepEqual(calls.slice(-2), ['stanza-create', 'timelines']);
   assert.equal(stanzas.archiver(db), undefined);
 });
 
@@ -209,4 +233,49 @@ test('the gauges: failing 0 or 1 and the archive lag, only for a Database whose 
   report(db, undefined);
   assert.deepEqual(await values(ARCHIVING_FAILING_METRIC), []);
   assert.deepEqual(await values(ARCHIVE_LAG_METRIC), []);
+});
+
+test("a promoted primary archives the earlier timeline's segments the archive lacks, once; a failed push is tried again at the next check; a gap is a Warning", async () => {
+  const MiB16 = 16n * 1024n * 1024n;
+  const tl1 = (seg: number) => segmentName(1, BigInt(seg), MiB16);
+  let scan = [
+    'segment-bytes 16777216',
+    'history 1\t0/8000000\tno recovery target specified',
+    `local ${tl1(6)}`,
+    `local ${tl1(7)}`,
+    ...[1, 2, 3].map((n) => `archived ${tl1(n)}`),
+  ].join('\n');
+  let push = (segments: string[]): ExecResult => ({
+    exitCode: 0,
+    stdout: `pushed ${segments[0]}\nfailed ${segments[1]} ERROR: [039]: HTTP 403\n`,
+    stderr: '',
+  });
+  const { executor, calls } = scripted(() => ({ exitCode: 1, stdout: '', stderr: '' }), {
+    scan: () => scan,
+    push: (segments) => push(segments),
+  });
+  const { ctx, events, notes } = recordingContext();
+  const stanzas = new Stanzas(executor);
+  const primary = { pod: 'orders-1', uid: 'pod-uid-2' };
+
+  await stanzas.ensure(db, ctx, primary, T);
+  assert.deepEqual(calls, ['stanza-create', 'timelines', `push ${tl1(6)} ${tl1(7)}`]);
+  assert.deepEqual(events, ['Normal ArchivingReady', 'Normal ArchiveCaughtUp', 'Warning ArchivingFailed']);
+  assert.match(notes[1]!, new RegExp(`Archived 1 WAL segment\\(s\\) .*\\(${tl1(6)}\\)`));
+  assert.match(notes[2]!, new RegExp(`${tl1(7)}: ERROR: \\[039\\]: HTTP 403\\); trying again$`));
+
+  // The next check: the scan again (segment 6 is archived now), the rest pushed, and the gap said.
+  scan += `\narchived ${tl1(6)}`;
+  push = (segments) => ({ exitCode: 0, stdout: segments.map((s) => `pushed ${s}\n`).join(''), stderr: '' });
+  await stanzas.ensure(db, ctx, primary, T + ARCHIVER_CHECK_MS);
+  assert.deepEqual(calls.slice(3), ['timelines', `push ${tl1(7)}`, 'archiver']);
+  assert.deepEqual(events.slice(3), ['Normal ArchiveCaughtUp', 'Warning ArchiveGap']);
+  assert.equal(
+    notes[4],
+    `Warning ArchiveGap: The archive in backups/shop/orders lacks 2 WAL segment(s) of timeline 1 (${tl1(4)} to ${tl1(5)}) that the former primary never archived and no instance holds: a restore from an earlier backup cannot pass them (it fails, saying so); backups taken from now on restore past them`,
+  );
+  // Done for this primary: the later checks read the archiver alone.
+  await stanzas.ensure(db, ctx, primary, T + 2 * ARCHIVER_CHECK_MS);
+  assert.deepEqual(calls.slice(6), ['archiver']);
+  assert.equal(events.length, 5);
 });

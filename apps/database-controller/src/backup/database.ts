@@ -4,7 +4,8 @@
  *   first Pod starts (the source repository's settings and keys, copied);
  * - the pgBackRest stanza of spec.backup.objectStore, created on the primary
  *   once it serves, so archive_command can archive from then on; then its
- *   archiver, watched (backup/archiver.ts).
+ *   archiver, watched (backup/archiver.ts); and on a promoted primary, the
+ *   earlier timelines' WAL the archive lacks, archived (backup/timelines.ts).
  */
 import type { V1Secret } from '@kubernetes/client-node';
 import { isNotFound, Kinds, metadataOnly } from '@regulon/client';
@@ -14,6 +15,13 @@ import { childNames, labels } from '../names.ts';
 import { DatabaseBackup } from './api.ts';
 import { ARCHIVER_COMMAND, archiverHealth, parseArchiverState, type ArchiverHealth } from './archiver.ts';
 import { ExecError, type Executor } from './exec.ts';
+import {
+  parsePushed,
+  parseTimelineScan,
+  planCatchUp,
+  pushCommand,
+  TIMELINES_SCAN_COMMAND,
+} from './timelines.ts';
 import {
   recoverySecretData,
   repositoryOf,
@@ -178,6 +186,8 @@ interface ArchivingState {
   /** The archiver, read on that primary once the stanza exists; when it was last read. */
   archiver?: ArchiverHealth;
   checkedAt?: number;
+  /** Whether the earlier timelines' WAL this primary holds was compared with the archive (and pushed). */
+  timelinesDone?: boolean;
 }
 
 /**
@@ -251,13 +261,80 @@ export class Stanzas {
     }
     // checkedAt: the archiver's first read comes one period on, archive_command running only now
     // that the stanza exists.
-    this.#state.set(db.metadata.uid ?? '', { key, ok, message, at: now, checkedAt: now });
+    const state: ArchivingState = { key, ok, message, at: now, checkedAt: now };
+    this.#state.set(db.metadata.uid ?? '', state);
     if (!ok) {
       ctx.warn('ArchivingFailed', message);
       return STANZA_RETRY_MS;
     }
     if (prev?.ok === false || !prev) ctx.event('Normal', 'ArchivingReady', message);
+    await this.#archiveEarlierTimelines(db, ctx, primary.pod, state, repo);
     return ARCHIVER_CHECK_MS;
+  }
+
+  /**
+   * On a primary past timeline 1: archives the earlier timelines' segments it
+   * holds and the archive lacks (an Event says which), and reports a Warning
+   * for those no instance can give any more. Done once per primary; a failed
+   * look or push is tried again at the next check.
+   */
+  async #archiveEarlierTimelines(
+    db: DatabaseObject,
+    ctx: Context,
+    pod: string,
+    s: ArchivingState,
+    repo: Repository,
+  ): Promise<void> {
+    const run = async (command: readonly string[], timeoutMs: number) => {
+      try {
+        const r = await this.executor.exec({
+          namespace: db.metadata.namespace!,
+          pod,
+          container: 'postgres',
+          command,
+          timeoutMs,
+          signal: ctx.signal,
+        });
+        return r.exitCode === 0 ? r.stdout : undefined;
+      } catch (err) {
+        if (!(err instanceof ExecError)) throw err;
+        return undefined;
+      }
+    };
+    const out = await run(TIMELINES_SCAN_COMMAND, 60_000);
+    if (out === undefined) return;
+    const scan = parseTimelineScan(out);
+    // Timeline 1: nothing came before it.
+    if (!scan) {
+      s.timelinesDone = out.trim() === '';
+      return;
+    }
+    const plan = planCatchUp(scan);
+    const where = `${repo.bucket}/${repo.path}`;
+    const { pushed, failed } =
+      plan.push.length === 0
+        ? { pushed: [], failed: [] }
+        : parsePushed((await run(pushCommand(plan.push), 60_000 + plan.push.length * 10_000)) ?? '');
+    if (pushed.length > 0)
+      ctx.event(
+        'Normal',
+        'ArchiveCaughtUp',
+        `Archived ${pushed.length} WAL segment(s) of an earlier timeline into ${where} that the former primary had not (${pushed[0]}${pushed.length > 1 ? ` to ${pushed.at(-1)}` : ''}): a restore passes the failover`,
+      );
+    if (pushed.length + failed.length < plan.push.length || failed.length > 0) {
+      const why = failed[0] ? `${failed[0].segment}: ${failed[0].why}` : 'no answer';
+      ctx.warn(
+        'ArchivingFailed',
+        `Could not archive the earlier timelines' WAL segments the archive lacks into ${where} (${why}); trying again`,
+      );
+      return;
+    }
+    for (const gap of plan.gaps)
+      ctx.warn(
+        'ArchiveGap',
+        `The archive in ${where} lacks ${gap.count} WAL segment(s) of timeline ${gap.timeline} (${gap.first}${gap.count > 1 ? ` to ${gap.last}` : ''}) that the former primary never archived and no instance holds: a restore from an earlier backup cannot pass them (it fails, saying so); backups taken from now on restore past them`,
+      );
+    s.timelinesDone = true;
   }
 
   /** Reads the archiver on the primary when due; a change is an Event. Returns when to read it next. */
@@ -272,6 +349,7 @@ export class Stanzas {
     const since = now - (s.checkedAt ?? 0);
     if (since < ARCHIVER_CHECK_MS) return ARCHIVER_CHECK_MS - since;
     s.checkedAt = now;
+    if (!s.timelinesDone) await this.#archiveEarlierTimelines(db, ctx, pod, s, repo);
     let out: string | undefined;
     try {
       const r = await this.executor.exec({

@@ -137,6 +137,40 @@ source_repository() {
   for v in $(compgen -e | grep '^PGBACKREST_REPO1_'); do unset "$v"; done
   for f in ${RECOVERY_MOUNT}/REPO1_*; do export "PGBACKREST_$(basename "$f")=$(cat "$f")"; done
 }
+# After a recovery to the end of the archive: whether it ended there, not at a hole. Recovery ends
+# quietly at the first segment restore_command cannot find; if the archive holds a later one on this
+# timeline or a newer one, that segment is a gap (archiving keeps order: a segment archived since the
+# recovery ended is the end moving on only if the missing one came first), and the restore would
+# lack every transaction after it.
+archive_complete() {
+  local history parent lsn size pos perlog needed found listed tries=0
+  history=$(ls "$PGDATA.new/pg_wal" | grep -E '^[0-9A-F]{8}[.]history$' | sort | tail -n 1)
+  [ -n "$history" ] || return 0
+  read -r parent lsn _ < <(grep -vE '^[[:space:]]*(#|$)' "$PGDATA.new/pg_wal/$history" | tail -n 1)
+  size=$(pg_controldata "$PGDATA.new" | sed -n 's/^Bytes per WAL segment: *//p')
+  pos=$(( (16#\${lsn%/*} << 32) + 16#\${lsn#*/} ))
+  perlog=$(( 4294967296 / size ))
+  # The segment recovery asked for last: the next one, unless it ended on a segment boundary.
+  needed=$(( pos / size ))
+  [ $(( pos % size )) = 0 ] || needed=$(( needed + 1 ))
+  until listed=$( (source_repository && pgbackrest repo-ls --recurse archive/${STANZA}) 2>&1); do
+    tries=$((tries + 1))
+    if [ $tries -ge 5 ]; then
+      say "error: cannot list the archive to check that the restore reached its end: $(printf '%s' "$listed" | tail -n 1 | sed -e '${REDACT_SED}')"
+      return 1
+    fi
+    sleep 2
+  done
+  found=$(printf '%s\n' "$listed" | grep -oE '[0-9A-F]{24}-[0-9a-f]{40}' | cut -c1-24 | sort -u | while read -r n; do
+    [ $((16#\${n:0:8})) -ge "$parent" ] || continue
+    seg=$(( 16#\${n:8:8} * perlog + 16#\${n:16:8} ))
+    if [ "$seg" = "$needed" ]; then echo present; elif [ "$seg" -gt "$needed" ]; then echo "$n"; fi
+  done)
+  grep -qx present <<<"$found" && return 0
+  [ -z "$found" ] && return 0
+  say "error: the archive has a gap: WAL segment $(printf '%08X%08X%08X' "$parent" $((needed / perlog)) $((needed % perlog))) is missing while later ones are archived (up to $(tail -n 1 <<<"$found")), so recovery stopped at $lsn and the restore would lack every transaction after it: restore with a targetTime before the gap, or from a backup taken after it"
+  return 1
+}
 # spec.bootstrap.recovery: the source's backup restored, and recovered to its target with the source's
 # archived WAL, on a server no client reaches; then the operator's roles get this Database's passwords.
 restore() {
@@ -159,6 +193,9 @@ restore() {
     if ! pg_ctl -D "$PGDATA.new" status >/dev/null; then
       say "recovery stopped:"
       tail -n 20 "$data/recovery.log" >&2
+      # Said last, so that it is the line the Database's status quotes.
+      grep -q 'recovery ended before configured recovery target was reached' "$data/recovery.log" &&
+        say "error: the archive ends, or has a gap, before the recovery target $(cat $r/TARGET)$(sed -n 's/.*last completed transaction was at log time \\(.*\\)/ (the last transaction replayed was at \\1)/p' "$data/recovery.log" | tail -n 1): restore to an earlier targetTime"
       exit 1
     fi
     sleep 1
@@ -166,6 +203,10 @@ restore() {
     # A long replay says where it is; a superuser the restored data lacks says why it never ends.
     [ $((waited % 30)) = 0 ] && say "still recovering after \${waited}s: $(tail -n 1 "$data/recovery.log")"
   done
+  if [ "$type" = default ] && ! archive_complete; then
+    pg_ctl -D "$PGDATA.new" -w -m fast stop >/dev/null
+    exit 1
+  fi
   psql -h /tmp -U "$SUPERUSER" -d postgres -v ON_ERROR_STOP=1 -qX <<'SQL' || exit 1
 \\getenv superuser SUPERUSER
 \\getenv superuser_password SUPERUSER_PASSWORD
