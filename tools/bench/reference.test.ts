@@ -96,11 +96,12 @@ function pod(
   };
 }
 
-/** The topology ConfigMap's data. */
+/** The topology ConfigMap's data, as the controller writes it (divergedData at its default). */
 const topology = (primary: string, initialized: boolean, since?: string) => ({
   primary,
   initialized: String(initialized),
   ...(since ? { since } : {}),
+  divergedData: 'Discard',
 });
 
 function job(name: string, status: Record<string, unknown>) {
@@ -438,7 +439,8 @@ const CASES: Array<{ name: string; input: unknown; expect?: Expected }> = [
       database: dbSwitch,
       password: 's',
       statefulSet: statefulSet(dbSwitch, rolledOut(1)),
-      topology: topology('switch-0', true),
+      // Recorded with another divergedData than the spec's: the topology is applied again to carry it.
+      topology: { ...topology('switch-0', true), divergedData: 'Keep' },
       pods: [pod(dbSwitch, 0, { ready: true, role: 'primary' })],
       now: NOW,
     },

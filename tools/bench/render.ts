@@ -19,6 +19,8 @@ import {
 import { childApplyBody, controllerReference, type Context, type Owner } from '@regulon/runtime';
 // Not exported from the package: the replication step and the children it adds are rendered with the controller's own code.
 import {
+  DIVERGED_DATA_KEY,
+  divergedDataOf,
   replicationCredentials,
   topologyConfigMap,
   topologyOf,
@@ -56,7 +58,7 @@ export interface Rendered {
   credentials?: unknown;
   /** The create body of the replication Secret (postgres). */
   replicationCredentials?: unknown;
-  /** The apply body of the topology ConfigMap, applied before the children when none is recorded. */
+  /** The apply body of the topology ConfigMap, applied before the children when none is recorded (or its divergedData is not the spec's). */
   topology?: unknown;
   /** The replication step's API calls in order, and its requeue (when `pods` are given). */
   replication?: { calls: ReplicationCall[]; requeueAfterMs?: number };
@@ -183,9 +185,11 @@ export async function render(c: RenderCase): Promise<Rendered> {
     db.spec.engine === 'postgres'
       ? createBody(replicationCredentials(db, c.replicationPassword ?? c.password), owner)
       : undefined;
-  const firstTopologyBody = recorded
-    ? undefined
-    : childApplyBody(Kinds.ConfigMap, topologyConfigMap(db, topology), owner);
+  // As the reconciler: applied when none is recorded, or to carry a new spec.replication.divergedData.
+  const firstTopologyBody =
+    recorded && c.topology?.[DIVERGED_DATA_KEY] === divergedDataOf(db)
+      ? undefined
+      : childApplyBody(Kinds.ConfigMap, topologyConfigMap(db, topology), owner);
 
   let replication: Rendered['replication'];
   let view: ReplicationView | undefined;

@@ -87,6 +87,13 @@ const replicationCommon = {
         'How long a requested switchover (the regulon.dev/switchover-to annotation) waits for a target that streams beyond maxLag to catch up; the primary serves meanwhile, and the request is refused after it. 0: refused at once.',
     }),
   ),
+  divergedData: Type.Optional(
+    Type.Union([Type.Literal('Discard'), Type.Literal('Keep')], {
+      default: 'Discard',
+      description:
+        "A former primary that returns holding transactions the new primary never had (asynchronous replication's loss) has them counted and named first (a DivergedTransactionsDiscarded Warning Event, status.instances[].discarded). Discard: it is then rewound (postgres) or cloned afresh onto the primary's history. Keep: it stays out, nothing of its data discarded, and the Database says so (Degraded, InstanceFailing) until this is set to Discard or its PersistentVolumeClaim is deleted.",
+    }),
+  ),
 };
 
 const maxLagBytes = () =>
@@ -435,6 +442,12 @@ export const DatabaseStatus = Type.Object({
           Type.Integer({
             description:
               "mariadb: transactions the replica has not applied yet, behind the primary's GTID position.",
+          }),
+        ),
+        discarded: Type.Optional(
+          Type.String({
+            description:
+              'What this instance held that the primary never had and was discarded when it rejoined (when, how many transactions, which positions); see spec.replication.divergedData.',
           }),
         ),
       }),

@@ -89,8 +89,18 @@ export function topologyConfigMap(db: DatabaseObject, t: Topology): V1ConfigMap 
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: childNames(db).topology, labels: labels(db) },
-    data: topologyData(t),
+    // divergedData beside the topology: a returning former primary reads it when it finds itself
+    // diverged, and a change reaches a Pod that waits on it without restarting the others.
+    data: { ...topologyData(t), [DIVERGED_DATA_KEY]: divergedDataOf(db) },
   };
+}
+
+/** The topology ConfigMap's key for spec.replication.divergedData. */
+export const DIVERGED_DATA_KEY = 'divergedData';
+
+/** spec.replication.divergedData, its default for objects stored before it. */
+export function divergedDataOf(db: DatabaseObject): 'Discard' | 'Keep' {
+  return db.spec.replication?.divergedData ?? 'Discard';
 }
 
 /** The topology a ConfigMap records; undefined when it records none (it is created with ordinal 0 named). */

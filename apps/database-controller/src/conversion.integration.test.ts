@@ -62,6 +62,7 @@ const FULL_SPEC: DatabaseV1alpha1Object['spec'] = {
     synchronous: true,
     failoverDelaySeconds: 30,
     switchoverCatchUpSeconds: 120,
+    divergedData: 'Keep',
     maxLagBytes: 1_048_576,
     maxLagTransactions: 77,
   },
@@ -242,6 +243,7 @@ test('every field round-trips byte for byte: v1alpha1 → v1beta1 → v1alpha1, 
     synchronous: false,
     failoverDelaySeconds: 10,
     switchoverCatchUpSeconds: 60,
+    divergedData: 'Discard',
     maxLag: { bytes: 16_777_216, transactions: 1000 },
   });
 });

@@ -28,6 +28,8 @@ export type Observation =
        * counts the sync and quorum standbys, mariadb its semi-sync replicas). 0: a commit waits.
        */
       confirming?: number | undefined;
+      /** What it held that the primary never had and discarded when it rejoined, said by the instance. */
+      discarded?: string | undefined;
     }
   | { reachable: false; error: string };
 

@@ -22,6 +22,7 @@ import {
   replicationCredentials,
   runsAgent,
   throwawayBackups,
+  divergedDataOf,
   topologyConfigMap,
   type DesiredChild,
 } from './children.ts';
@@ -86,7 +87,7 @@ export function reconcileDatabase(
         reason: 'VersionNotInCatalog',
         message: `${catalog.unsupported(db.spec.engine, db.spec.version)}. Set spec.version to one of those, or add the version to the image catalog.`,
       });
-    const recorded = await recordedTopology(db, ctx);
+    const { topology: recorded, divergedData } = await recordedTopology(db, ctx);
     const topology = recorded ?? firstTopology(db);
     // Read once: the claim size it was created with, and how many Pods it runs.
     const sts = ctx.get(Kinds.StatefulSet, childNames(db).statefulSet);
@@ -98,8 +99,9 @@ export function reconcileDatabase(
       agentImage,
     );
     // The Pods read the topology when they start: it exists before they do. Only ever
-    // created here; changes are the replication plan's, never a re-render.
-    if (!recorded) await ctx.apply([topologyConfigMap(db, topology)]);
+    // created here; changes are the replication plan's, never a re-render. The recorded one is
+    // written again only to carry a new spec.replication.divergedData.
+    if (!recorded || divergedData !== divergedDataOf(db)) await ctx.apply([topologyConfigMap(db, topology)]);
     // The primary Lease too: the agents may only read and renew it (see agentRules).
     const lease = runsAgent(db, agentImage)
       ? { read: await ensurePrimaryLease(db, ctx), failsafe: engine.agent?.quorumCommand !== undefined }
@@ -120,12 +122,28 @@ export function reconcileDatabase(
     // a server that refuses its configuration. Degraded, not stalled: a fixed spec heals it.
     for (const t of view.troubles)
       ctx.report({ reason: 'InstanceFailing', message: `Instance ${t.pod}: ${t.message}`, stalled: false });
+    reportDiscarded(db, view, ctx);
     await growVolumes(db, createdClaimSize(sts), ctx);
     const archiveRetry = await ensureStanza(db, ctx, view, backup.stanzas);
     const nextSlot = await scheduleBackups(db, ctx, backup.backupsWatched);
     const next = [requeueAfter, archiveRetry, nextSlot].filter((t): t is number => t !== undefined);
     return next.length ? { requeueAfter: Math.min(...next) } : undefined;
   };
+}
+
+/**
+ * A Warning Event for each instance that says it discarded what it held
+ * beyond the primary's history when it rejoined (spec.replication.divergedData
+ * Discard), once: when the status does not say it yet. The status keeps it in
+ * status.instances[].discarded.
+ */
+function reportDiscarded(db: DatabaseObject, view: ReplicationView, ctx: Context): void {
+  for (const [pod, o] of view.observations) {
+    if (!o.reachable || !o.discarded) continue;
+    const said = db.status?.instances?.find((i) => i.name === pod)?.discarded;
+    if (said !== o.discarded)
+      ctx.warn('DivergedTransactionsDiscarded', `Instance ${pod}, a former primary: ${o.discarded}`);
+  }
 }
 
 /**

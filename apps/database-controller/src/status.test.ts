@@ -60,7 +60,10 @@ test('a Database whose parameters cannot be rendered is never counted as rolled 
   assert.equal(status.currentVersion, undefined);
 });
 
-test('a replicated mariadb reports GTID positions and lag in transactions, and a lagging replica as not healthy', () => {
+const DISCARDED =
+  '2026-11-29T08:00:00Z: 3 transaction(s) the primary never had (GTID 0-101-4988 to 0-101-4990; the primary is at 0-100-5000), discarded';
+
+test('a replicated mariadb reports GTID positions and lag in transactions, a lagging replica as not healthy, and what a former primary discarded', () => {
   const db = databaseWith('mariadb', {});
   db.spec.replicas = 3;
   const server = (writable: boolean, seq: bigint, applied: bigint, streaming = !writable) => ({
@@ -99,7 +102,12 @@ test('a replicated mariadb reports GTID positions and lag in transactions, and a
       observations: new Map(
         Object.entries(servers).map(([pod, s]) => [
           pod,
-          { reachable: true as const, server: s, position: `0-${s.timeline}-${s.replayLsn}` },
+          {
+            reachable: true as const,
+            server: s,
+            position: `0-${s.timeline}-${s.replayLsn}`,
+            ...(pod === 'd-1' ? { discarded: DISCARDED } : {}),
+          },
         ]),
       ),
       lagUnit: 'transactions',
@@ -126,6 +134,7 @@ test('a replicated mariadb reports GTID positions and lag in transactions, and a
       state: 'Streaming',
       timeline: 100,
       lsn: '0-100-4990',
+      discarded: DISCARDED,
       lagTransactions: 10,
     },
     {

@@ -336,7 +336,11 @@ function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
     if (!r.replicated) return { ...base, state: m.ready ? 'Primary' : 'Starting' };
     if (!o?.reachable) return { ...base, state: 'Unreachable' };
     const s = o.server;
-    const facts = { timeline: s.timeline, lsn: o.position };
+    const facts = {
+      timeline: s.timeline,
+      lsn: o.position,
+      ...(o.discarded ? { discarded: o.discarded } : {}),
+    };
     if (s.writable) return { ...base, ...facts, state: m.pod === primary ? 'Primary' : 'Writable' };
     const lag = primaryServer ? primaryServer.lsn - s.replayLsn : undefined;
     const lagFact = lag === undefined ? {} : { [lagField]: Number(lag > 0n ? lag : 0n) };

@@ -155,7 +155,8 @@ func render(c renderCase) (rendered, error) {
 	t := db.firstTopology()
 	if recorded != nil {
 		t = *recorded
-	} else {
+	}
+	if db.topologyDue(recorded) {
 		out.Topology = db.topologyConfigMap(t)
 	}
 	for _, child := range db.desiredChildren(claimSize(c.rawStatefulSet), db.instanceCount(t)) {

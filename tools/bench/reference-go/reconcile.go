@@ -161,7 +161,8 @@ func (r *databaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		if recorded != nil {
 			t = *recorded
-		} else {
+		}
+		if db.topologyDue(recorded) {
 			// The Pods read the topology when they start: it exists before they do.
 			err = r.applyOne(ctx, u, kindConfigMap, names.topology, db.topologyConfigMap(t), nil)
 		}

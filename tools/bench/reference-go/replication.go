@@ -41,6 +41,8 @@ type topology struct {
 	initialized bool
 	since       int64
 	hasSince    bool
+	// spec.replication.divergedData as the ConfigMap carries it for the Pods ("" when it does not).
+	divergedData string
 }
 
 // topologyOf (children.ts): the topology a ConfigMap's data records; nil when it names no primary.
@@ -48,7 +50,7 @@ func topologyOf(data map[string]string) *topology {
 	if data["primary"] == "" {
 		return nil
 	}
-	t := &topology{primary: data["primary"], initialized: data["initialized"] == "true"}
+	t := &topology{primary: data["primary"], initialized: data["initialized"] == "true", divergedData: data["divergedData"]}
 	if s := data["since"]; s != "" {
 		// Date.parse takes more forms; the controller only ever writes toISOString().
 		if at, err := time.Parse(time.RFC3339Nano, s); err == nil {
@@ -91,7 +93,7 @@ func (db *database) instanceCount(t topology) float64 {
 
 // topologyConfigMap: the apply body of the topology ConfigMap.
 func (db *database) topologyConfigMap(t topology) map[string]any {
-	data := map[string]any{"primary": t.primary, "initialized": strconv.FormatBool(t.initialized)}
+	data := map[string]any{"primary": t.primary, "initialized": strconv.FormatBool(t.initialized), "divergedData": db.divergedData()}
 	if t.hasSince {
 		data["since"] = time.UnixMilli(t.since).UTC().Format(isoMillis)
 	}
@@ -612,6 +614,19 @@ func (db *database) decideReplication(t topology, listed []corev1.Pod, clock *tr
 }
 
 // replicationSetting: spec.replication[key], nil when absent.
+// divergedData (children.ts divergedDataOf): spec.replication.divergedData, Discard when unset.
+func (db *database) divergedData() string {
+	if v, ok := db.replicationSetting("divergedData").(string); ok && v != "" {
+		return v
+	}
+	return "Discard"
+}
+
+// topologyDue (reconciler.ts): the topology ConfigMap is applied when none is recorded, or to carry a new divergedData.
+func (db *database) topologyDue(recorded *topology) bool {
+	return recorded == nil || recorded.divergedData != db.divergedData()
+}
+
 func (db *database) replicationSetting(key string) any {
 	r, _ := db.spec["replication"].(map[string]any)
 	return r[key]

@@ -22,6 +22,7 @@ export const mariadbDriver: InstanceDriver = {
       server,
       position: `0-${server.timeline}-${server.replayLsn}`,
       ...(server.writable ? { confirming: p.confirming } : {}),
+      ...(p.discarded ? { discarded: p.discarded } : {}),
     };
   },
   async promote(e, db) {

@@ -13,7 +13,7 @@ import {
   type ReplicaStatus,
   type Source,
 } from './replication-sql.ts';
-import { CLUSTER_TABLE, PORT, REPLICATION_USER } from './start-script.ts';
+import { CLUSTER_TABLE, DISCARDED_TABLE, PORT, REPLICATION_USER } from './start-script.ts';
 
 /**
  * What the manager learns from one MariaDB instance over SQL, as the
@@ -49,6 +49,8 @@ export interface InstanceState {
    * off, or fallen back to asynchronous after rpl_semi_sync_master_timeout).
    */
   confirming: number;
+  /** What it discarded when it was cloned afresh after diverging (DISCARDED_TABLE). */
+  discarded?: string | undefined;
 }
 
 export type Probe = InstanceState | { reachable: false; error: string };
@@ -149,10 +151,22 @@ export async function probe(e: Endpoint, connect: Connect = connectMysql2): Prom
     return await withSession(e, connect, async (s) => {
       const row = (await s.query(STATE_SQL))[0];
       if (!row) throw new Error('no answer to the state query');
-      return stateOf(row, parseReplicaStatus('mariadb', (await s.query(replicaStatus('mariadb')))[0]));
+      const state = stateOf(row, parseReplicaStatus('mariadb', (await s.query(replicaStatus('mariadb')))[0]));
+      const discarded = await discardedOf(s);
+      return discarded ? { ...state, discarded } : state;
     });
   } catch (err) {
     return { reachable: false, error: (err as Error).message };
+  }
+}
+
+/** DISCARDED_TABLE's report; undefined on the instances that have none (most have no such table). */
+async function discardedOf(s: SqlSession): Promise<string | undefined> {
+  try {
+    return text((await s.query(`SELECT report FROM ${DISCARDED_TABLE} LIMIT 1`))[0]?.['report']) || undefined;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ER_NO_SUCH_TABLE') return undefined;
+    throw err;
   }
 }
 

@@ -13,7 +13,9 @@
  * - A replica with data, and a former primary, check before they start that
  *   their last transaction is in the primary's history (GTID strict mode would
  *   stop replication at the first one that is not); one that diverged (a
- *   former primary's writes that never reached its replicas) is cloned afresh.
+ *   former primary's writes that never reached its replicas) is reported
+ *   (how many, which GTIDs), then kept out (spec.replication.divergedData
+ *   Keep) or cloned afresh (Discard), the clone recording what went.
  *
  * Cloning. `mariadb-backup` copies the data directory's files, so it runs
  * beside the server it copies: a replica with only network access to the
@@ -46,6 +48,13 @@ export const DATADIR = `${DATA_MOUNT}/db`;
 export const STARTING_MARKER = '/tmp/regulon-starting';
 /** The schema and table holding the cluster's identity (MariaDB has no system identifier). */
 export const CLUSTER_TABLE = 'regulon.cluster';
+/**
+ * On an instance cloned afresh after it diverged (a former primary with transactions the primary
+ * never had): what it discarded, one row, for the manager's probe. Written outside the binlog
+ * (sql_log_bin = 0) on that instance alone, and left out of a clone's dump: a clone of it must
+ * not claim what it discarded.
+ */
+export const DISCARDED_TABLE = 'regulon.discarded';
 /** `server_id` is this plus the Pod's ordinal: distinct per instance, stable across restarts. */
 export const SERVER_ID_BASE = 100;
 export const PORT = 3306;
@@ -258,7 +267,8 @@ clone() {
     && mapfile -t dbs <<<"$list" && [ -n "$list" ] \\
     && install_db "$datadir.new" && start_local "$datadir.new" new \\
     && as_replication mariadb-dump -h "$PRIMARY_HOST" -P ${PORT} --single-transaction --master-data=1 --gtid \\
-      --system=users --insert-ignore --routines --events --triggers --databases "\${dbs[@]}" 2>"$run/dump.err" \\
+      --system=users --insert-ignore --routines --events --triggers --ignore-table=${DISCARDED_TABLE} \\
+      --databases "\${dbs[@]}" 2>"$run/dump.err" \\
       | local_sql --binary-mode; do
     say "clone failed; trying again"; sed 's/^/dump: /' "$run/dump.err" >&2
     [ -n "\${local_pid:-}" ] && kill $local_pid 2>/dev/null && wait $local_pid
@@ -267,6 +277,13 @@ clone() {
     wait_for_primary
   done
   local_sql -e 'FLUSH PRIVILEGES'
+  # What a former primary discarded to become this clone, for the manager (see DISCARDED_TABLE).
+  [ -z "\${discarded:-}" ] || local_sql <<SQL || { say "recording what was discarded failed"; exit 1; }
+SET SESSION sql_log_bin = 0;
+CREATE TABLE IF NOT EXISTS ${DISCARDED_TABLE} (report text NOT NULL) ENGINE=InnoDB;
+DELETE FROM ${DISCARDED_TABLE};
+INSERT INTO ${DISCARDED_TABLE} VALUES ($(sql_string "$discarded"));
+SQL
   configure_replica
   stop_local
   mv "$datadir.new" "$datadir"
@@ -275,7 +292,7 @@ clone() {
 # one whose last transaction the primary never had (GTID strict mode would stop it) is cloned afresh.
 rejoin() {
   wait_for_primary
-  local mine theirs
+  local mine theirs errant
   start_local "$datadir" existing
   mine=$(local_sql -e 'select @@gtid_current_pos')
   # The primary's history: the last GTID of each server in its binlog, and what it applied as a
@@ -284,15 +301,34 @@ rejoin() {
   until theirs=$(ask "$PRIMARY_HOST" "select concat_ws(',', nullif(@@gtid_binlog_state, ''), nullif(@@gtid_slave_pos, ''))"); do
     sleep 2
   done
-  if ! awk -v mine="$mine" -v theirs="$theirs" 'BEGIN {
+  # The transactions this data holds beyond the primary's history: for each server's last GTID here
+  # that the primary's is behind, the ones after it (a server's are numbered in a row in its domain).
+  errant=$(awk -v mine="$mine" -v theirs="$theirs" 'BEGIN {
       n = split(theirs, t, ",")
       for (i = 1; i <= n; i++) { split(t[i], g, "-"); k = g[1] "-" g[2]; if (!(k in have) || have[k] + 0 < g[3] + 0) have[k] = g[3] }
+      for (k in have) at = at (at ? "," : "") k "-" have[k]
       m = split(mine, a, ",")
-      for (i = 1; i <= m; i++) { split(a[i], g, "-"); k = g[1] "-" g[2]; if (!(k in have) || have[k] + 0 < g[3] + 0) exit 1 }
-    }'; then
-    say "this data has transactions the primary lacks ($mine, primary: $theirs): cloning afresh"
+      for (i = 1; i <= m; i++) {
+        split(a[i], g, "-"); k = g[1] "-" g[2]
+        # A server the primary has nothing of: how far back its transactions go is not known here.
+        if (!(k in have)) { unknown = 1; ranges = ranges (ranges ? ", " : "") "up to " k "-" g[3]; continue }
+        from = have[k] + 1
+        if (g[3] + 0 < from) continue
+        count += g[3] - from + 1; ranges = ranges (ranges ? ", " : "") k "-" from (g[3] + 0 > from ? " to " k "-" g[3] : "")
+      }
+      if (count || unknown)
+        printf "%s transaction(s) the primary never had (GTID %s; the primary is at %s)", unknown ? (count ? "more than " count : "some") : count, ranges, at
+    }')
+  if [ -n "$errant" ]; then
+    say "diverged from the primary: $errant"
+    if [ "$(cat ${TOPOLOGY_MOUNT}/divergedData 2>/dev/null)" = Keep ]; then
+      say "error: kept out with its data as it is (spec.replication.divergedData: Keep): $errant. Set divergedData to Discard, or delete its PersistentVolumeClaim, to rejoin it"
+      exit 1
+    fi
+    say "cloning afresh"
     stop_local
     rm -rf "$datadir"
+    discarded="$(date -u +%Y-%m-%dT%H:%M:%SZ): $errant, discarded"
     clone
     return
   fi
@@ -359,6 +395,8 @@ CREATE DATABASE IF NOT EXISTS regulon;
 CREATE TABLE IF NOT EXISTS ${CLUSTER_TABLE} (id char(36) NOT NULL PRIMARY KEY) ENGINE=InnoDB;
 DELETE FROM ${CLUSTER_TABLE};
 INSERT INTO ${CLUSTER_TABLE} VALUES (uuid());
+-- What the backed-up instance once discarded is not this Database's to report.
+DROP TABLE IF EXISTS ${DISCARDED_TABLE};
 SQL
   stop_local
   mv "$datadir.new" "$datadir"

@@ -26,6 +26,7 @@ export const postgresDriver: InstanceDriver = {
         streaming: p.receiver === 'streaming',
       },
       position: formatLsn(p.lsn),
+      ...(p.discarded ? { discarded: p.discarded } : {}),
       // The standbys synchronous_standby_names counts for a commit now (sync_state sync or quorum).
       ...(p.inRecovery
         ? {}

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { REPLICATION_USER } from './start-script.ts';
+import { DIVERGED_REPORT_FILE, REPLICATION_USER } from './start-script.ts';
 
 /**
  * What the manager learns from one PostgreSQL instance over SQL, as the
@@ -20,6 +20,8 @@ export interface InstanceState {
   receiver: string | undefined;
   /** On a primary: the standbys it streams to, by application_name (the Pod name). */
   standbys: Map<string, { state: string; sync: string; replayLsn: bigint | undefined }>;
+  /** What it discarded when it rejoined after diverging (the start script's DIVERGED_REPORT_FILE). */
+  discarded: string | undefined;
 }
 
 export type Probe = InstanceState | { reachable: false; error: string };
@@ -84,7 +86,8 @@ select pg_is_in_recovery() as in_recovery,
   case when pg_is_in_recovery()
     then coalesce(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()) else pg_current_wal_lsn() end::text as lsn,
   case when pg_is_in_recovery() then pg_last_wal_replay_lsn() else pg_current_wal_lsn() end::text as replay_lsn,
-  (select status from pg_stat_wal_receiver) as receiver`;
+  (select status from pg_stat_wal_receiver) as receiver,
+  convert_from(pg_read_binary_file('${DIVERGED_REPORT_FILE}', 0, 1024, true), 'UTF8') as discarded`;
 
 interface StateRow {
   in_recovery: boolean;
@@ -93,6 +96,7 @@ interface StateRow {
   lsn: string | null;
   replay_lsn: string | null;
   receiver: string | null;
+  discarded: string | null;
 }
 interface StandbyRow {
   application_name: string;
@@ -127,6 +131,7 @@ export async function probe(e: Endpoint): Promise<Probe> {
         replayLsn: parseLsn(row.replay_lsn) ?? 0n,
         receiver: row.receiver ?? undefined,
         standbys,
+        discarded: row.discarded?.trim() || undefined,
       };
     });
   } catch (err) {

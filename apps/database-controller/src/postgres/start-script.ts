@@ -20,7 +20,9 @@
  *   its replicas clone it as usual.
  * - A standby that was a primary once, or fell behind a promotion, is rewound
  *   to the primary's timeline (pg_rewind), or cloned afresh when that fails,
- *   before it starts: a former primary rejoins, it never diverges.
+ *   before it starts: a former primary rejoins, it never diverges. What it
+ *   held beyond the primary's history is counted first, and kept instead
+ *   when spec.replication.divergedData says Keep.
  */
 import { renderRoleDecision } from '@regulon/conventions';
 import { RECOVERY_MOUNT, REDACT_SED, STANZA } from '../backup/pgbackrest.ts';
@@ -35,6 +37,14 @@ export const DATA_MOUNT = '/var/lib/postgresql/data';
 export const PGDATA = `${DATA_MOUNT}/pgdata`;
 /** Present while the script prepares the data directory: the liveness probe leaves such a container alone. */
 export const STARTING_MARKER = '/tmp/regulon-starting';
+/**
+ * In the data directory of an instance that rejoined after diverging: what was discarded (see
+ * rewind() in the start script), read by the manager's probe. Replaced by the next one; gone
+ * when the instance is cloned afresh later. A file named `pgsql_tmp…` below a directory, which
+ * pg_basebackup and pg_rewind leave out of what they copy (a restore removes it too): a clone of
+ * this instance, or one rewound from it, must not claim what this one discarded.
+ */
+export const DIVERGED_REPORT_FILE = 'regulon/pgsql_tmp_diverged';
 
 /** Replication slot of the instance in Pod `pod` (slot names allow [a-z0-9_]). */
 export function slotName(pod: string): string {
@@ -185,7 +195,8 @@ restore() {
   mkdir -m 0700 "$PGDATA.new"
   ( source_repository && pgbackrest restore --pg1-path="$PGDATA.new" "\${args[@]}" ) 2>&1 | grep -v repo1-retention | sed -e '${REDACT_SED}' >&2
   [ "\${PIPESTATUS[0]}" = 0 ] || { say "restore failed"; exit 1; }
-  rm -f "$PGDATA.new/postmaster.pid" "$PGDATA.new/standby.signal"
+  # Nothing of the source's own instance: not its lock, its role, or what it once discarded.
+  rm -rf "$PGDATA.new/postmaster.pid" "$PGDATA.new/standby.signal" "$PGDATA.new/$(dirname ${DIVERGED_REPORT_FILE})"
   say "recovering"
   pg_ctl -D "$PGDATA.new" -l "$data/recovery.log" -o "-c config_file=${CONFIG_MOUNT}/postgresql.conf -c data_directory=$PGDATA.new -c listen_addresses='' -c unix_socket_directories=/tmp -c archive_mode=off -c restore_command='bash ${CONFIG_MOUNT}/restore-wal.sh %f %p'" start >/dev/null || exit 1
   local waited=0
@@ -237,14 +248,56 @@ clone() {
   done
   mv "$PGDATA.new" "$PGDATA"
 }
+# What this data holds past the point where the primary's history left its timeline, from its own
+# WAL (pg_waldump), in one line: how many transactions committed, which positions, the last one when.
+diverged_report() {
+  local at=$1 tl=$2 dump commits end last
+  dump=$(pg_waldump -p "$PGDATA/pg_wal" -t "$tl" -s "$at" 2>/dev/null)
+  commits=$(grep -c 'desc: COMMIT' <<<"$dump")
+  end=$(tail -n 1 <<<"$dump" | sed -n 's/.*lsn: \\([0-9A-F]*\\/[0-9A-F]*\\).*/\\1/p')
+  last=$(grep 'desc: COMMIT' <<<"$dump" | tail -n 1 | sed -n 's/.*desc: COMMIT \\([0-9-]* [0-9:.]* [A-Z]*\\).*/\\1/p')
+  echo "$commits transaction(s) committed on timeline $tl after $at, where the primary's history leaves it (WAL to \${end:-$at}\${last:+, the last commit at $last})"
+}
+# A standby that was a primary once, or fell behind a promotion, onto the primary's timeline. What a
+# former primary holds that the primary never had (asynchronous replication's loss) is counted and
+# named before anything discards it; spec.replication.divergedData Keep leaves it as it is, out of
+# the Database, until a person decides. The count is kept in the data directory, where the manager
+# reads it (pg_read_binary_file) for the status and an Event.
 rewind() {
   wait_for_primary
+  local out at report= keep=
+  [ "$(cat ${TOPOLOGY_MOUNT}/divergedData 2>/dev/null)" = Keep ] && keep=1
+  # pg_rewind reads a data directory that was shut down cleanly: a crashed one first finishes its
+  # recovery in single-user mode, which no client reaches (pg_rewind itself does so, but not always
+  # in --dry-run), archiving nothing.
+  if ! pg_controldata "$PGDATA" | grep -q '^Database cluster state: *shut down'; then
+    postgres --single -F -D "$PGDATA" -c archive_mode=off template1 </dev/null >/dev/null 2>&1 ||
+      say "crash recovery before the rewind failed"
+  fi
   # "no rewind required" when this data never left the primary's history.
+  out=$(as_replication pg_rewind --dry-run -D "$PGDATA" --source-server="host=$PRIMARY_HOST dbname=postgres" 2>&1)
+  if ! grep -q 'no rewind required' <<<"$out"; then
+    at=$(sed -n 's/.*servers diverged at WAL location \\([0-9A-F]*\\/[0-9A-F]*\\) on timeline \\([0-9]*\\).*/\\1 \\2/p' <<<"$out")
+    if [ -n "$at" ]; then
+      report=$(diverged_report $at)
+      say "diverged from the primary: $report"
+      if [ -n "$keep" ]; then
+        say "error: kept out with its data as it is (spec.replication.divergedData: Keep): $report. Set divergedData to Discard, or delete its PersistentVolumeClaim, to rejoin it"
+        exit 1
+      fi
+    fi
+  fi
   if ! as_replication pg_rewind -D "$PGDATA" --source-server="host=$PRIMARY_HOST dbname=postgres" 2>&1 | sed 's/^/pg_rewind: /' >&2; then
+    if [ -n "$keep" ]; then
+      say "error: kept out with its data as it is (spec.replication.divergedData: Keep): it cannot be rewound onto the primary's timeline, and a clone would discard it. Set divergedData to Discard, or delete its PersistentVolumeClaim, to rejoin it"
+      exit 1
+    fi
     say "cannot rewind onto the primary's timeline: cloning afresh"
     rm -rf "$PGDATA"
     clone
   fi
+  [ -z "$report" ] || { mkdir -p "$(dirname "$PGDATA/${DIVERGED_REPORT_FILE}")" &&
+    printf '%s: %s, discarded\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$report" >"$PGDATA/${DIVERGED_REPORT_FILE}"; }
 }
 
 ${renderRoleDecision({ dataDir: '$PGDATA', hasData: '-s "$PGDATA/PG_VERSION"', follower: 'standby', rejoin: 'rewind' })}

@@ -2,7 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ignoreNotFound, Kinds } from '@regulon/client';
 import type { Context } from '@regulon/runtime';
 import { Database, type DatabaseObject } from '../api.ts';
-import { topologyConfigMap, topologyOf } from '../children.ts';
+import { DIVERGED_DATA_KEY, topologyConfigMap, topologyOf } from '../children.ts';
 import { childNames, ordinalOf, podName, ROLE_LABEL, selector, SYNCHRONOUS_CONFIRMATIONS } from '../names.ts';
 import type { Endpoint, InstanceDriver, Observation } from '../engine.ts';
 import {
@@ -66,13 +66,16 @@ export interface ReplicationView {
  * primary again, and the plan would fence the new one. Undefined when none is
  * recorded yet.
  */
-export async function recordedTopology(db: DatabaseObject, ctx: Context): Promise<Topology | undefined> {
+export async function recordedTopology(
+  db: DatabaseObject,
+  ctx: Context,
+): Promise<{ topology: Topology | undefined; divergedData: string | undefined }> {
   const cm = await ignoreNotFound(
     ctx.client
       .resource(Kinds.ConfigMap)
       .get(childNames(db).topology, { namespace: db.metadata.namespace!, signal: ctx.signal }),
   );
-  return topologyOf(cm);
+  return { topology: topologyOf(cm), divergedData: cm?.data?.[DIVERGED_DATA_KEY] };
 }
 
 /** The topology a new Database starts with: ordinal 0 initialises. */

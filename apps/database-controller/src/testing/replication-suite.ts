@@ -954,6 +954,118 @@ export function describeReplication(e: EngineUnderTest): void {
       t.diagnostic(`asynchronous replication: ${lost.length} acknowledged writes lost in a crash failover`);
     });
 
+    test('asynchronous replication, a former primary returning with transactions the new primary never had: counted and named first; with divergedData Keep it stays out, its data as it was; with Discard it rejoins and the status and an Event say what went', async (t) => {
+      // The primary is cut off from its replicas (every packet between them dropped: their
+      // replication connections look alive) while it acknowledges writes, then it crashes: the
+      // promoted replica lacks those writes, and the former primary comes back holding them.
+      const setDiverged = (divergedData: string | null) =>
+        dbs().patch(NAME, { spec: { replication: { divergedData } } }, { type: 'merge', namespace: ns });
+      const before = await until('healthy before', healthy);
+      const old = before.status!.currentPrimary!;
+      await setDiverged('Keep');
+      await explained(
+        eventually('the topology says Keep', async () => {
+          const cm = await client.resource(Kinds.ConfigMap).get(`${NAME}-topology`, { namespace: ns });
+          return cm.data?.['divergedData'] === 'Keep';
+        }),
+      );
+      let lost: number[];
+      let kept: RegExpExecArray;
+      let cut: Partition | undefined;
+      try {
+        const replicaIps = await Promise.all(
+          before
+            .status!.instances!.filter((i) => i.name !== old)
+            .map(async (i) => (await pods().get(i.name, { namespace: ns })).status!.podIP!),
+        );
+        cut = cutPodOffFrom(
+          podSandboxPid((await pods().get(old, { namespace: ns })).metadata!.uid!),
+          replicaIps,
+        );
+        const cutAt = Date.now();
+        await explained(writer!.waitForAcks((await writer!.acked()).length + 20, 60_000));
+        t.diagnostic(`the primary acknowledged 20 writes no replica received in ${Date.now() - cutAt} ms`);
+        await crash(old);
+        cut.heal();
+        const degraded = await until(
+          `${old} kept out, saying why`,
+          (db) =>
+            db.status?.currentPrimary !== old &&
+            cond(db, 'Degraded')?.reason === 'InstanceFailing' &&
+            /kept out with its data as it is/.test(cond(db, 'Degraded')?.message ?? ''),
+          300_000,
+        );
+        const message = cond(degraded, 'Degraded')!.message;
+        t.diagnostic(`kept out: ${message}`);
+        // What each engine counts by: postgres's WAL after the fork (pg_waldump), MariaDB's GTIDs.
+        const report =
+          engine === 'postgres'
+            ? `(\\d+) transaction\\(s\\) committed on timeline \\d+ after [0-9A-F]+/[0-9A-F]+, where the primary's history leaves it \\(WAL to [0-9A-F]+/[0-9A-F]+, the last commit at [^)]+\\)`
+            : `(\\d+) transaction\\(s\\) the primary never had \\(GTID \\d+-\\d+-\\d+ to \\d+-\\d+-\\d+; the primary is at [0-9,-]+\\)`;
+        kept = new RegExp(
+          `^Instance ${old}: container ${container} exits with code 1: regulon: error: kept out with its data as it is \\(spec.replication.divergedData: Keep\\): (${report})\\. Set divergedData to Discard, or delete its PersistentVolumeClaim, to rejoin it$`,
+        ).exec(message)!;
+        assert.ok(kept, `${message}\n${old}'s last run:\n${await containerLog(old, 40, true)}`);
+        // The new primary takes writes meanwhile (Ready is False: an instance fails).
+        await explained(writer!.waitForAckAfter(Date.now(), 30_000));
+        // Every acknowledged write the new primary lacks is among the transactions counted.
+        const rows = await rowsEverywhere();
+        const primaryRows = rows.find((r) => r.pod === degraded.status!.currentPrimary);
+        assert.ok(primaryRows?.ids, `read the primary: ${primaryRows?.error}`);
+        lost = newlyLost(await writer!.acked(), primaryRows.ids);
+        for (const id of lost) counted.add(id);
+        assert.ok(lost.length >= 20, `${lost.length} acknowledged writes lost, 20 at least`);
+        assert.ok(Number(kept[2]) >= lost.length, `${kept[2]} transactions counted, ${lost.length} lost`);
+        t.diagnostic(
+          `acknowledged writes lost: ${lost.length}; transactions the kept instance holds: ${kept[2]}`,
+        );
+        const p = await pods().get(old, { namespace: ns });
+        assert.ok(
+          !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+          `${old} is not Ready`,
+        );
+      } finally {
+        cut?.heal();
+      }
+
+      // A person lets it go: Discard, and the Pod deleted so that it starts now, not after its back-off.
+      const released = Date.now();
+      await setDiverged('Discard');
+      await explained(
+        eventually('the topology says Discard', async () => {
+          const cm = await client.resource(Kinds.ConfigMap).get(`${NAME}-topology`, { namespace: ns });
+          return cm.data?.['divergedData'] === 'Discard';
+        }),
+      );
+      await pods().delete(old, { namespace: ns });
+      const rejoined = await until(
+        `${old} rejoined, what it discarded in its status`,
+        (db) => healthy(db) && db.status?.instances?.find((i) => i.name === old)?.discarded !== undefined,
+        300_000,
+      );
+      const discarded = rejoined.status!.instances!.find((i) => i.name === old)!.discarded!;
+      t.diagnostic(`rejoined ${((Date.now() - released) / 1000).toFixed(1)} s after Discard: ${discarded}`);
+      // The same transactions as while it was kept: nothing of it had gone (MariaDB's report also
+      // says where the primary is, which moved on meanwhile).
+      const same = (report: string) => report.replace(/; the primary is at [0-9,-]+\)/, ')');
+      assert.equal(
+        same(discarded.replace(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: /, '')),
+        `${same(kept[1]!)}, discarded`,
+      );
+      await explained(
+        eventually('a DivergedTransactionsDiscarded Event', async () =>
+          (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items.some(
+            (x) =>
+              x.regarding?.name === NAME &&
+              x.reason === 'DivergedTransactionsDiscarded' &&
+              x.note === `Instance ${old}, a former primary: ${discarded}`,
+          ),
+        ),
+      );
+      await setDiverged(null);
+      await until('healthy again', healthy);
+    });
+
     test('switchover under write load: the named replica becomes the primary, no acknowledged write lost', async (t) => {
       const before = await until('healthy', healthy);
       const target = before.status!.instances!.find((i) => i.role === 'replica')!.name;
