@@ -16,6 +16,7 @@ import {
   cutPodOffFrom,
   eventually,
   localImageCatalog,
+  podPids,
   podSandboxPid,
   start,
   type TestEnv,
@@ -96,11 +97,11 @@ describe('replicated redis on the real node', { timeout: 10 * 60_000 }, () => {
     );
 
   /** Asks one instance (by Pod IP, from the host, as the manager does) a command. */
-  const ask = async (host: string, args: string[]): Promise<unknown> => {
+  const ask = async (host: string, args: string[], secret = password): Promise<unknown> => {
     const { createClient } = await import('redis');
     const c = createClient({
       socket: { host, port: 6379, connectTimeout: 1000, reconnectStrategy: false },
-      password,
+      password: secret,
       disableClientInfo: true,
     });
     c.on('error', () => undefined);
@@ -111,8 +112,8 @@ describe('replicated redis on the real node', { timeout: 10 * 60_000 }, () => {
       c.destroy();
     }
   };
-  const roleOf = async (host: string) => {
-    const reply = (await ask(host, ['ROLE'])) as unknown[];
+  const roleOf = async (host: string, secret = password) => {
+    const reply = (await ask(host, ['ROLE'], secret)) as unknown[];
     return String(reply[0]);
   };
   /** The sampler: every instance's ROLE every 200 ms, all asked at once; two masters in one round is a split brain. */
@@ -530,5 +531,118 @@ done`,
     const reasons = await eventReasons();
     for (const r of ['FailoverStarted', 'Promoted'])
       assert.ok(reasons.includes(r), `a ${r} Event (${reasons.join(', ')})`);
+  });
+
+  test('persistence: a primary whose server dies does not come back writable while a replica runs (its append-only file may lack the last second the replica has): the replica takes over, and every key it held before the crash is kept', async (t) => {
+    const LEDGER = 'ledger';
+    const local = await localImageCatalog();
+    await caches().create(
+      Cache.object({
+        metadata: { name: LEDGER, namespace: ns },
+        spec: {
+          engine: 'redis',
+          version: local.redis![0]!.version,
+          mode: 'replicated',
+          replicas: 2,
+          memory: '64Mi',
+          maxMemoryPercent: 50,
+          auth: {},
+          persistence: { enabled: true, size: '256Mi' },
+          replication: { failoverDelaySeconds: 5 },
+        },
+      }),
+    );
+    const ledger = () => caches().get(LEDGER, { namespace: ns });
+    const healthy = (c: CacheObject) =>
+      c.status?.observedGeneration === c.metadata.generation &&
+      cond(c, 'Ready')?.status === 'True' &&
+      cond(c, 'ReplicationHealthy')?.status === 'True' &&
+      c.status?.instances?.length === 2 &&
+      c.status.instances.every((i) => i.state === 'Primary' || i.state === 'Linked');
+    const before = await eventually(
+      `${LEDGER} Ready, its replica linked`,
+      async () => {
+        const c = await ledger();
+        return healthy(c) && c;
+      },
+      240_000,
+      250,
+    );
+    const secret = await client.resource(Kinds.Secret).get(`${LEDGER}-credentials`, { namespace: ns });
+    const ledgerPassword = Buffer.from(secret.data!['password']!, 'base64').toString('utf8');
+    const old = before.status!.currentPrimary!;
+    const oldPod = await pods().get(old, { namespace: ns });
+    const replica = before.status!.instances!.find((i) => i.name !== old)!.name;
+    const replicaIp = (await pods().get(replica, { namespace: ns })).status!.podIP!;
+
+    // One connection writing to the primary as fast as it is answered, until the crash.
+    const { createClient } = await import('redis');
+    const writer = createClient({
+      socket: { host: oldPod.status!.podIP!, port: 6379, reconnectStrategy: false },
+      password: ledgerPassword,
+      disableClientInfo: true,
+    });
+    writer.on('error', () => undefined);
+    await writer.connect();
+    let written = 0;
+    let writing = true;
+    const writes = (async () => {
+      while (writing)
+        try {
+          written++;
+          await writer.set(`k${written}`, String(written));
+        } catch {
+          break;
+        }
+    })();
+    await eventually(
+      'the replica holding 2000 keys',
+      async () => Number(await ask(replicaIp, ['DBSIZE'], ledgerPassword)) >= 2000 || undefined,
+    );
+    // What the replica holds the moment before the crash: none of it may be lost.
+    const held = (await ask(replicaIp, ['KEYS', 'k*'], ledgerPassword)) as string[];
+    const [server] = podPids(oldPod.metadata!.uid!, (argv) => /redis-server/.test(argv[0] ?? ''));
+    assert.ok(server, `${old}'s redis-server`);
+    process.kill(server, 'SIGKILL');
+    const crashedAt = Date.now();
+    writing = false;
+    await writes;
+    writer.destroy();
+
+    const after = await eventually(
+      `${replica} promoted, ${old} back as its replica`,
+      async () => {
+        const c = await ledger();
+        return (
+          c.status?.currentPrimary === replica &&
+          healthy(c) &&
+          c.status.instances?.find((i) => i.name === old)?.state === 'Linked' &&
+          c
+        );
+      },
+      180_000,
+      250,
+    );
+    t.diagnostic(
+      `${old} crashed after ${written} writes; ${replica} primary and ${old} its replica ${((Date.now() - crashedAt) / 1000).toFixed(1)} s later; the replica held ${held.length} keys before`,
+    );
+    // Its container restarted in place and waited; the manager then fenced the Pod that did not
+    // answer (deleted it) before the promotion, so it may be a new Pod by now.
+    const restarted = await pods().get(old, { namespace: ns });
+    t.diagnostic(
+      `${old}: ${restarted.metadata?.uid === oldPod.metadata?.uid ? 'the same Pod' : 'a new Pod (the old one fenced)'}`,
+    );
+    assert.equal(await roleOf(restarted.status!.podIP!, ledgerPassword), 'slave');
+    assert.equal(after.status?.currentPrimary, replica);
+    for (const [name, ip] of [
+      [replica, replicaIp],
+      [old, restarted.status!.podIP!],
+    ] as const) {
+      let kept = 0;
+      for (let i = 0; i < held.length; i += 500)
+        kept += Number(await ask(ip, ['EXISTS', ...held.slice(i, i + 500)], ledgerPassword));
+      assert.equal(held.length - kept, 0, `keys the replica held before the crash, missing on ${name}`);
+    }
+    await caches().delete(LEDGER, { namespace: ns });
   });
 });

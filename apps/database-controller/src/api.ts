@@ -89,9 +89,8 @@ const replicationCommon = {
   ),
   divergedData: Type.Optional(
     Type.Union([Type.Literal('Discard'), Type.Literal('Keep')], {
-      default: 'Discard',
       description:
-        "A former primary that returns holding transactions the new primary never had (asynchronous replication's loss) has them counted and named first (a DivergedTransactionsDiscarded Warning Event, status.instances[].discarded). Discard: it is then rewound (postgres) or cloned afresh onto the primary's history. Keep: it stays out, nothing of its data discarded, and the Database says so (Degraded, InstanceFailing) until this is set to Discard or its PersistentVolumeClaim is deleted.",
+        "A former primary that returns holding transactions the new primary never had (asynchronous replication's loss, or a commit that waited for a confirmation that never came) has them counted and named first. Discard: it is then rewound (postgres) or cloned afresh (mariadb) onto the primary's history, and a DivergedTransactionsDiscarded Warning Event and status.instances[].discarded say what went. Keep: it stays out, nothing of its data discarded, and the Database says so (Degraded, InstanceFailing, with the count) until this is set to Discard or its PersistentVolumeClaim is deleted. Default: Discard for postgres (a rewind, as CloudNativePG and Patroni do), Keep for mariadb (errant transactions keep an instance out, as MOCO does).",
     }),
   ),
 };

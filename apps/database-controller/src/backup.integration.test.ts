@@ -8,6 +8,7 @@
 // and restore times, how long a failure takes to show) are test diagnostics.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
+import { setInterval } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type KubeClient, Kinds } from '@regulon/client';
 import type { Manager } from '@regulon/runtime';
@@ -23,7 +24,7 @@ import { Database } from './api.ts';
 import { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
 import { PodExec } from './backup/exec.ts';
 import { ARCHIVE_LAG_METRIC, ARCHIVING_FAILING_METRIC } from './backup/archiver-metrics.ts';
-import { ARCHIVER_COMMAND } from './backup/archiver.ts';
+import { ARCHIVE_STUCK_MS, ARCHIVER_COMMAND } from './backup/archiver.ts';
 import { FAILING_METRIC } from './backup/metrics.ts';
 import { parseInfo, type RepositoryInfo } from './backup/pgbackrest.ts';
 import { SLOT_ANNOTATION } from './backup/schedule.ts';
@@ -391,6 +392,36 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
       async () => (await archiverGauge('archiver', ARCHIVING_FAILING_METRIC)) === 0,
       120_000,
     );
+    // The archive's lag under a write load that writes 5 MB and switches the segment every half
+    // second: the age of the oldest segment waiting to be archived, sampled on the primary.
+    await withPrimary('archiver', (c) => c.query('create table load(id bigserial primary key, pad text)'));
+    const ages: number[] = [];
+    let segments = 0;
+    const loadUntil = Date.now() + 20_000;
+    await Promise.all([
+      withPrimary('archiver', async (c) => {
+        for await (const _ of setInterval(500)) {
+          if (Date.now() >= loadUntil) break;
+          await c.query("insert into load(pad) select repeat('x', 1000) from generate_series(1, 5000)");
+          await c.query('select pg_switch_wal()');
+          segments++;
+        }
+      }),
+      withPrimary('archiver', async (c) => {
+        for await (const _ of setInterval(250)) {
+          if (Date.now() >= loadUntil) break;
+          const r = await c.query<{ age: number }>(
+            "select coalesce(extract(epoch from clock_timestamp() - min(modification)), 0)::float8 as age from pg_ls_archive_statusdir() where name like '%.ready'",
+          );
+          ages.push(r.rows[0]!.age);
+        }
+      }),
+    ]);
+    ages.sort((a, b) => a - b);
+    t.diagnostic(
+      `archive lag under load: ${segments} segments in 20 s; the oldest waiting segment's age, median ${ages[Math.floor(ages.length / 2)]!.toFixed(1)} s, at most ${ages.at(-1)!.toFixed(1)} s (${ages.length} samples)`,
+    );
+    assert.ok(ages.at(-1)! * 1000 < ARCHIVE_STUCK_MS, 'a healthy archive keeps up under load');
     const pod = await client.resource<V1Pod>(Kinds.Pod).get(db.status!.currentPrimary!, { namespace: ns });
     const sandbox = podSandboxPid(pod.metadata!.uid!);
     const storeAddress = new URL(store.podEndpoint!);

@@ -243,7 +243,6 @@ test('every field round-trips byte for byte: v1alpha1 → v1beta1 → v1alpha1, 
     synchronous: false,
     failoverDelaySeconds: 10,
     switchoverCatchUpSeconds: 60,
-    divergedData: 'Discard',
     maxLag: { bytes: 16_777_216, transactions: 1000 },
   });
 });

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { V1StatefulSet } from '@kubernetes/client-node';
 import type { DatabaseObject } from './api.ts';
+import type { Observation } from './engine.ts';
 import { desiredBackupCronJob, desiredStatefulSet, image } from './children.ts';
 import { childNames } from './names.ts';
 import { computeStatus, type DatabaseStatus } from './status.ts';
@@ -89,42 +90,47 @@ test('a replicated mariadb reports GTID positions and lag in transactions, a lag
     troubleSince: undefined,
     server: s,
   }));
+  const observe = (unreachable?: string) =>
+    new Map<string, Observation>(
+      Object.entries(servers).map(([pod, s]) => [
+        pod,
+        pod === unreachable
+          ? { reachable: false as const, error: 'connect ETIMEDOUT' }
+          : {
+              reachable: true as const,
+              server: s,
+              position: `0-${s.timeline}-${s.replayLsn}`,
+              ...(pod === 'd-1' ? { discarded: DISCARDED } : {}),
+            },
+      ]),
+    );
+  const replication = (observations: Map<string, Observation>) => ({
+    replicated: true,
+    topology: { primary: 'd-0', initialized: true, since: undefined },
+    members,
+    troubles: [],
+    observations,
+    lagUnit: 'transactions' as const,
+    plan: {
+      step: undefined,
+      roles: new Map([
+        ['d-0', 'primary' as const],
+        ['d-1', 'replica' as const],
+        ['d-2', undefined],
+      ]),
+      currentPrimary: 'd-0',
+      servingPrimary: 'd-0',
+      unobserved: [],
+      waiting: undefined,
+      recheckInMs: undefined,
+    },
+  });
   const status = computeStatus(db, {
     statefulSet: settled(db),
     backupJobs: [],
     problem: undefined,
     credentialsSecret: childNames(db).credentials,
-    replication: {
-      replicated: true,
-      topology: { primary: 'd-0', initialized: true, since: undefined },
-      members,
-      troubles: [],
-      observations: new Map(
-        Object.entries(servers).map(([pod, s]) => [
-          pod,
-          {
-            reachable: true as const,
-            server: s,
-            position: `0-${s.timeline}-${s.replayLsn}`,
-            ...(pod === 'd-1' ? { discarded: DISCARDED } : {}),
-          },
-        ]),
-      ),
-      lagUnit: 'transactions',
-      plan: {
-        step: undefined,
-        roles: new Map([
-          ['d-0', 'primary' as const],
-          ['d-1', 'replica' as const],
-          ['d-2', undefined],
-        ]),
-        currentPrimary: 'd-0',
-        servingPrimary: 'd-0',
-        unobserved: [],
-        waiting: undefined,
-        recheckInMs: undefined,
-      },
-    },
+    replication: replication(observe()),
   });
   assert.deepEqual(status.instances, [
     { name: 'd-0', role: 'primary', state: 'Primary', timeline: 100, lsn: '0-100-5000' },
@@ -151,6 +157,24 @@ test('a replicated mariadb reports GTID positions and lag in transactions, a lag
   const healthy = status.conditions?.find((c) => c.type === 'ReplicationHealthy');
   assert.equal(healthy?.status, 'False');
   assert.match(healthy?.message ?? '', /^d-2 not streaming from d-0 within the lag bound/);
+
+  // While d-1 does not answer, what it said it discarded stays: it is no news when it answers again.
+  const unanswered = computeStatus(
+    { ...db, status },
+    {
+      statefulSet: settled(db),
+      backupJobs: [],
+      problem: undefined,
+      credentialsSecret: childNames(db).credentials,
+      replication: replication(observe('d-1')),
+    },
+  );
+  assert.deepEqual(unanswered.instances?.[1], {
+    name: 'd-1',
+    role: 'replica',
+    discarded: DISCARDED,
+    state: 'Unreachable',
+  });
 });
 
 test('with an object store, BackupSucceeded and lastBackup follow the latest finished DatabaseBackup, never a Job', () => {

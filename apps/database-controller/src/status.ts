@@ -331,7 +331,9 @@ function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
   return r.members.map((m): Instance => {
     const role = r.plan.roles.get(m.pod) ?? 'standby';
     const o = r.observations.get(m.pod);
-    const base = { name: m.pod, role };
+    // What it discarded is said by its server; while it does not answer, the status keeps what it said.
+    const before = db.status?.instances?.find((i) => i.name === m.pod)?.discarded;
+    const base = { name: m.pod, role, ...(before && !o?.reachable ? { discarded: before } : {}) };
     if (!m.uid) return { ...base, state: 'Missing' };
     if (!r.replicated) return { ...base, state: m.ready ? 'Primary' : 'Starting' };
     if (!o?.reachable) return { ...base, state: 'Unreachable' };

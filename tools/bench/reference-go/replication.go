@@ -614,10 +614,13 @@ func (db *database) decideReplication(t topology, listed []corev1.Pod, clock *tr
 }
 
 // replicationSetting: spec.replication[key], nil when absent.
-// divergedData (children.ts divergedDataOf): spec.replication.divergedData, Discard when unset.
+// divergedData (children.ts divergedDataOf): spec.replication.divergedData, or the engine's default.
 func (db *database) divergedData() string {
 	if v, ok := db.replicationSetting("divergedData").(string); ok && v != "" {
 		return v
+	}
+	if db.engine == "mariadb" {
+		return "Keep"
 	}
 	return "Discard"
 }

@@ -8,7 +8,8 @@ import { REPLICATED_DATA_DIR, replicatedRedisScript, TOPOLOGY_MOUNT } from './st
 
 /**
  * Runs the start script under sh with the redis tools stubbed: `redis-cli ROLE`
- * answers `master` for the hosts in MASTERS, `getent` lists PEERS, `sleep`
+ * answers `master` for the hosts in MASTERS, nothing for those in DOWN and
+ * `slave` for the others, `getent` lists PEERS, `sleep`
  * (the script waiting for a primary) stops the script, and `redis-server`
  * prints the role file and whether the password is still in its env.
  */
@@ -21,6 +22,8 @@ function start(o: {
   persistent?: boolean;
   hasData?: boolean;
   masters?: string[];
+  /** Hosts that do not answer. */
+  down?: string[];
   peers?: string[];
   password?: string;
 }) {
@@ -40,7 +43,7 @@ function start(o: {
   };
   stub(
     'redis-cli',
-    'host=$3; case " $MASTERS " in *" $host "*) echo master; echo 100 ;; *) echo slave ;; esac',
+    'host=$3; case " $DOWN " in *" $host "*) exit 1 ;; esac; case " $MASTERS " in *" $host "*) echo master; echo 100 ;; *) echo slave ;; esac',
   );
   stub('getent', 'for p in $PEERS; do echo "$p STREAM $p"; done');
   stub('sleep', 'echo WAITING; kill -TERM $PPID');
@@ -63,6 +66,7 @@ function start(o: {
       PRIMARY_HOST: 'c.ns.svc',
       PEERS_HOST: 'c-hl.ns.svc',
       MASTERS: (o.masters ?? []).join(' '),
+      DOWN: (o.down ?? []).join(' '),
       PEERS: (o.peers ?? []).join(' '),
       ...(o.password !== undefined ? { REDISCLI_AUTH: o.password } : {}),
     },
@@ -102,6 +106,7 @@ describe('replicated redis start script', () => {
       persistent: true,
       hasData: true,
       peers: ['10.0.0.2'],
+      down: ['10.0.0.2'],
     });
     assert.match(alone.out, /^ROLE:$/m, alone.err);
     // A topology file the kubelet has not refreshed yet still names it; the promoted peer answers master.
@@ -121,6 +126,20 @@ describe('replicated redis start script', () => {
       hasData: true,
     });
     assert.match(former.out, /^ROLE:replicaof c\.ns\.svc 6379$/m, 'a former primary rejoins as a replica');
+  });
+
+  test('with its data, a named primary that restarts while a replica runs does not come back writable: the replica may hold writes its append-only file lacks, so it waits for the failover', () => {
+    const restarted = start({
+      pod: 'c-0',
+      topology: { primary: 'c-0', initialized: true },
+      persistent: true,
+      hasData: true,
+      peers: ['10.0.0.2', '10.0.0.3'],
+      down: ['10.0.0.3'],
+    });
+    assert.match(restarted.out, /WAITING/, restarted.err);
+    assert.doesNotMatch(restarted.out, /ROLE:/, 'not started before another instance is promoted');
+    assert.match(restarted.err, /a replica runs: it may hold writes this append-only file lacks/);
   });
 
   test('the password reaches redis as requirepass and masterauth (escaped), and leaves the env before exec', () => {

@@ -15,7 +15,9 @@ export const REPLICATED_DATA_DIR = '/data/redis';
  * so a returning old primary rejoins as a replica. Without persistence an
  * instance never "holds data" at start (redis kept it in memory): a named
  * primary that restarted empty waits for the manager to fail over, rather than
- * come back empty and have its replicas copy the empty data set.
+ * come back empty and have its replicas copy the empty data set. With
+ * persistence the same holds while a replica runs: the append-only file may
+ * lack the last second the replicas have.
  *
  * The password comes from REDISCLI_AUTH (a secretKeyRef env var) and goes to a
  * file on a memory-backed emptyDir, as `requirepass` and `masterauth`; the
@@ -28,7 +30,9 @@ export function replicatedRedisScript(o: {
   persistent: boolean;
   auth: boolean;
 }): string {
-  const hasData = o.persistent ? `-d "${REPLICATED_DATA_DIR}/appendonlydir"` : '-n ""';
+  // A persistent instance holds data unless it is a named primary that restarts while a replica of
+  // it runs (see replica_up): then it is treated as one that lost its data.
+  const hasData = o.persistent ? `\\( -d "${REPLICATED_DATA_DIR}/appendonlydir" -a -z "$stale" \\)` : '-n ""';
   return `set -e
 umask 077
 say() { echo "start: $*" >&2; }
@@ -54,10 +58,31 @@ writable_peer() {
   done
   return 1
 }
+# Whether a replica runs among the peers (a Pod answering ROLE with "slave").
+replica_up() {
+  local ip
+  for ip in $(getent ahostsv4 "$PEERS_HOST" | awk '{print $1}' | sort -u); do
+    [ "$(ask "$ip" ROLE | head -n1)" = slave ] && return 0
+  done
+  return 1
+}
 # Nothing to prepare: a replica copies the primary's data set when it connects.
 initialize() { :; }
 clone() { :; }
-${o.persistent ? '' : `# Not persistent: whatever a full sync left on disk is stale.\nrm -rf "${REPLICATED_DATA_DIR}"\n`}${renderRoleDecision({ dataDir: REPLICATED_DATA_DIR, hasData, follower: 'replica', rejoin: ':' })}
+${
+  o.persistent
+    ? `# A named primary that restarts in place while a replica of it runs: the replica holds all it was
+# sent, the append-only file (fsynced every second) may hold less, and coming up writable would have
+# every replica resync to that older data set. It waits instead, as one that lost its data does,
+# for the manager to promote a replica, and then follows it.
+stale=
+if designated && initialized && replica_up; then
+  say "a replica runs: it may hold writes this append-only file lacks, so a replica takes over"
+  stale=1
+fi
+`
+    : `# Not persistent: whatever a full sync left on disk is stale.\nrm -rf "${REPLICATED_DATA_DIR}"\n`
+}${renderRoleDecision({ dataDir: REPLICATED_DATA_DIR, hasData, follower: 'replica', rejoin: ':' })}
 mkdir -p "${REPLICATED_DATA_DIR}"
 if [ "$role" = primary ]; then
   say "starting as the primary"

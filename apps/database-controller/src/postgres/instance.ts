@@ -73,8 +73,29 @@ async function withClient<R>(
     return await use(client);
   } finally {
     e.signal?.removeEventListener('abort', abort);
-    await client.end().catch(() => {});
+    await closeWithin(client, CLOSE_PATIENCE_MS);
   }
+}
+
+/** How long closing a connection waits for the server before the socket is closed regardless. */
+const CLOSE_PATIENCE_MS = 1000;
+
+/**
+ * client.end() resolves once the server has closed the connection too: one that hangs (SIGSTOP)
+ * never does, and a probe that reached it just before it hung would hold the reconcile, and the
+ * failover with it (seen with MariaDB's client, which ends the same way). Past `ms` the socket is
+ * destroyed from this side: node-postgres has no public call for it, so its stream is reached.
+ */
+async function closeWithin(client: pg.Client, ms: number): Promise<void> {
+  const ended = await Promise.race([
+    client.end().then(
+      () => true,
+      () => false,
+    ),
+    new Promise<false>((resolve) => setTimeout(resolve, ms, false).unref()),
+  ]);
+  if (!ended)
+    (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
 const STATE_SQL = `

@@ -904,6 +904,29 @@ async function mariadbIdsAt(
   table: string,
   timeoutMs: number,
 ): Promise<Set<number>> {
+  // bigint comes back as a number (mysql2's default); the ids are far below 2^53.
+  const rows = await mariadbQuery(creds, host, port, `select id from ${table}`, timeoutMs);
+  return new Set(rows.map((r) => Number(r['id'])));
+}
+
+/** Runs one statement on a MariaDB instance at its Pod IP, as the application's user (it holds REPLICATION SLAVE ADMIN). */
+export async function mariadbStatement(
+  creds: DatabaseCredentials,
+  host: string,
+  sql: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  await mariadbQuery(creds, host, ENGINE_PORT.mariadb, sql, timeoutMs);
+}
+
+/** One statement on its own connection, in the application's database; its rows. */
+async function mariadbQuery(
+  creds: DatabaseCredentials,
+  host: string,
+  port: number,
+  sql: string,
+  timeoutMs: number,
+): Promise<mysql.RowDataPacket[]> {
   const conn = await mysql.createConnection({
     host,
     port,
@@ -914,12 +937,8 @@ async function mariadbIdsAt(
   });
   conn.on('error', () => {});
   try {
-    // bigint comes back as a number (mysql2's default); the ids are far below 2^53.
-    const [rows] = await conn.query<mysql.RowDataPacket[]>({
-      sql: `select id from ${table}`,
-      timeout: timeoutMs,
-    });
-    return new Set(rows.map((r) => Number(r['id'])));
+    const [rows] = await conn.query<mysql.RowDataPacket[]>({ sql, timeout: timeoutMs });
+    return Array.isArray(rows) ? rows : [];
   } finally {
     conn.destroy();
   }

@@ -50,6 +50,12 @@ export interface ManagerOptions {
   informerUnhealthyAfterMs?: number | undefined;
   /** Restrict the cache of namespaced kinds to this namespace. */
   namespace?: string | undefined;
+  /**
+   * The per-object Event rate limit of every controller's recorder (default: client-go's spam
+   * filter, 25 at once, then one per 5 min). A fault suite that puts many incidents on one object
+   * within minutes, and asserts their Events, raises it.
+   */
+  events?: { burst?: number | undefined; refillIntervalMs?: number | undefined } | undefined;
 }
 
 /**
@@ -137,6 +143,7 @@ export class Manager {
       reportingController: controller,
       reportingInstance: this.identity,
       logger: this.logger.child({ controller, component: 'events' }),
+      ...this.#o.events,
     });
   }
 
