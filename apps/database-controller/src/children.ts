@@ -98,9 +98,9 @@ export function topologyConfigMap(db: DatabaseObject, t: Topology): V1ConfigMap 
 /** The topology ConfigMap's key for spec.replication.divergedData. */
 export const DIVERGED_DATA_KEY = 'divergedData';
 
-/** spec.replication.divergedData, or the engine's default: postgres rewinds, mariadb keeps errant transactions out. */
+/** spec.replication.divergedData, or the engine's default (EngineBehaviour.divergedDataDefault). */
 export function divergedDataOf(db: DatabaseObject): 'Discard' | 'Keep' {
-  return db.spec.replication?.divergedData ?? (db.spec.engine === 'mariadb' ? 'Keep' : 'Discard');
+  return db.spec.replication?.divergedData ?? engineOf(db).divergedDataDefault;
 }
 
 /** The topology a ConfigMap records; undefined when it records none (it is created with ordinal 0 named). */

@@ -104,6 +104,12 @@ export interface EngineBehaviour {
   readonly archiveNeedsStanza: boolean;
   /** Whether spec.bootstrap.recovery may name a point in time (targetTime). */
   readonly pointInTimeRecovery: boolean;
+  /**
+   * spec.replication.divergedData when the spec leaves it out: what becomes of a former primary
+   * holding transactions the primary never had (postgres rewinds it; mariadb keeps errant
+   * transactions out, as MOCO does).
+   */
+  readonly divergedDataDefault: 'Discard' | 'Keep';
   /** Whether spec.bootstrap.recovery is resolved into a recovery Secret the first Pod reads. */
   readonly keepsRecoverySecret: boolean;
   /**

@@ -27,6 +27,7 @@ export const mariadb: EngineBehaviour = {
   backupTool: 'mariabackup',
   archiveNeedsStanza: false,
   pointInTimeRecovery: false,
+  divergedDataDefault: 'Keep',
   agent: undefined,
   keepsRecoverySecret: true,
 };

@@ -24,6 +24,7 @@ export const mysql: EngineBehaviour = {
   backupTool: undefined,
   archiveNeedsStanza: false,
   pointInTimeRecovery: false,
+  divergedDataDefault: 'Discard',
   agent: undefined,
   keepsRecoverySecret: false,
 };

@@ -27,6 +27,7 @@ export const postgres: EngineBehaviour = {
   backupTool: 'pgBackRest',
   archiveNeedsStanza: true,
   pointInTimeRecovery: true,
+  divergedDataDefault: 'Discard',
   keepsRecoverySecret: true,
   agent: { roleCommand: POSTGRES_ROLE_COMMAND, quorumCommand: POSTGRES_QUORUM_COMMAND },
 };
