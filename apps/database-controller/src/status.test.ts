@@ -262,17 +262,18 @@ function replicatedStatus(
   members: Member[],
   updatedReplicas = 3,
   sync?: { confirming: number },
-  extra: { plan?: Partial<PlanInput>; prev?: DatabaseStatus } = {},
+  extra: { plan?: Partial<PlanInput>; prev?: DatabaseStatus; replicas?: number; primary?: string } = {},
 ) {
   const db = databaseWith('postgres', {});
   if (extra.prev) db.status = extra.prev;
-  db.spec.replicas = 3;
+  const replicas = extra.replicas ?? 3;
+  db.spec.replicas = replicas;
   if (sync) db.spec.replication = { ...db.spec.replication, synchronous: true };
   const sts = settled(db);
   sts.status = { ...sts.status!, replicas: 3, readyReplicas: 3, updatedReplicas };
-  const topology = { primary: 'd-0', initialized: true, since: undefined };
+  const topology = { primary: extra.primary ?? 'd-0', initialized: true, since: undefined };
   const decided = plan({
-    replicas: 3,
+    replicas,
     members,
     topology,
     systemId: undefined,
@@ -504,4 +505,22 @@ test('while the StatefulSet is not rolled out, the Ready message counts the inst
   assert.equal(condition(s, 'Ready')?.status, 'False');
   assert.equal(condition(s, 'Ready')?.reason, 'ReplicasNotReady');
   assert.equal(condition(s, 'Ready')?.message, '2/3 replicas ready: d-2 not replicating from d-0');
+});
+
+test('scaling below the primary while no standby that stays is within the lag bound: ReplicationHealthy says the primary keeps serving, and why', () => {
+  const members = [
+    instance(0, pgServer(false, 700n)),
+    instance(1, pgServer(false, 800n)),
+    instance(2, pgServer(true, 1000n)),
+  ];
+  const waiting = replicatedStatus(members, 3, undefined, { replicas: 2, primary: 'd-2' });
+  assert.equal(waiting.currentPrimary, 'd-2');
+  const health = condition(waiting, 'ReplicationHealthy');
+  assert.equal(health?.status, 'False');
+  assert.equal(health?.reason, 'ReplicasNotStreaming');
+  assert.match(
+    health?.message ?? '',
+    /scaling to 2: d-2, the primary, is removed once a standby that stays can take over without losing a write, and d-1, the most advanced standby, is 200 behind/,
+  );
+  assert.equal(waiting.switchover, undefined);
 });

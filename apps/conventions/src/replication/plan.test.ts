@@ -339,6 +339,45 @@ describe('replication plan', () => {
     assert.equal(p.step?.kind === 'topology' && p.step.reason, 'Switchover');
   });
 
+  test('scaling below the primary waits, saying why, while no standby that stays can take over without loss', () => {
+    const topology = { primary: 'db-2', initialized: true, since: NOW - 60_000 };
+    const behind = plan(
+      input([member(0, standby(700n)), member(1, standby(800n)), member(2, primary(1000n))], {
+        replicas: 2,
+        topology,
+      }),
+    );
+    assert.equal(behind.step, undefined, 'the primary is not moved to a standby missing writes');
+    assert.equal(behind.currentPrimary, 'db-2', 'it keeps serving');
+    assert.match(behind.waiting ?? '', /scaling to 2: db-2, the primary, is removed once/);
+    assert.match(
+      behind.waiting ?? '',
+      /db-1, the most advanced standby, is 200 behind the primary, beyond the lag bound \(100\)/,
+    );
+    assert.equal(behind.recheckInMs, 2000, 'looked at again: positions move without an event');
+    assert.equal(behind.switchover, undefined, 'no switchover was requested');
+    const notStreaming = plan(
+      input(
+        [member(0, standby(990n, { streaming: false })), member(1, undefined), member(2, primary(1000n))],
+        {
+          replicas: 2,
+          topology,
+        },
+      ),
+    );
+    assert.match(
+      notStreaming.waiting ?? '',
+      /db-0, the most advanced standby, is not a ready, streaming standby/,
+    );
+    const none = plan(
+      input([member(0, undefined), member(1, undefined), member(2, primary(1000n))], {
+        replicas: 2,
+        topology,
+      }),
+    );
+    assert.equal(none.step, undefined);
+  });
+
   test('a manager that resumes a half-done failover promotes the named standby, and never a second one', () => {
     const moved = { primary: 'db-2', initialized: true, since: NOW - 2_000 };
     // db-1 is more advanced than db-2 by now, but the choice was made: the record is kept.

@@ -362,7 +362,7 @@ export function plan(input: PlanInput): Plan {
       // A handover pending: nothing else moves the primary meanwhile (a rolling update included).
       result.waiting = target.wait;
       result.recheckInMs = target.inMs;
-      result.switchover = { target: requested!, state: 'Waiting', message: target.wait };
+      if (requested) result.switchover = { target: requested, state: 'Waiting', message: target.wait };
     } else if (target) {
       result.step = {
         kind: 'topology',
@@ -667,11 +667,25 @@ function switchoverTarget(
   }
   if (primary.ordinal >= input.replicas) {
     const best = bestStandby(input, primary.pod);
-    if (best?.server?.streaming && best.ready && primary.server!.lsn - best.server.lsn <= input.maxLag)
+    const streaming = best?.server?.streaming === true && best.ready;
+    const behind = best?.server ? primary.server!.lsn - best.server.lsn : undefined;
+    if (best && streaming && behind! <= input.maxLag)
       return {
         member: best,
         why: `scaling to ${input.replicas}: the primary moves off ${primary.pod}, which is removed, to ${best.pod}`,
       };
+    // No deadline: the primary keeps serving, and its Pod stays, until a standby can take over
+    // without losing a write. Status says which and why.
+    const lacking = !best
+      ? 'no standby among them'
+      : streaming
+        ? `${best.pod}, the most advanced standby, is ${behind} behind the primary, beyond the lag bound (${input.maxLag})`
+        : `${best.pod}, the most advanced standby, is not a ready, streaming standby`;
+    return {
+      wait: `scaling to ${input.replicas}: ${primary.pod}, the primary, is removed once a standby that stays can take over without losing a write, and ${lacking}; ${primary.pod} keeps serving`,
+      // Looked at again soon: a standby's position moves without any event.
+      inMs: 2000,
+    };
   }
   return undefined;
 }

@@ -61,10 +61,10 @@ export interface ReplicationView {
 }
 
 /**
- * The recorded topology, read from the API server rather than the cache: a
- * cache a moment behind this manager's own last write would name the former
- * primary again, and the plan would fence the new one. Undefined when none is
- * recorded yet.
+ * The recorded topology and divergedData choice, read from the API server
+ * rather than the cache: a cache a moment behind this manager's own last write
+ * would name the former primary again, and the plan would fence the new one.
+ * Each is undefined when none is recorded yet.
  */
 export async function recordedTopology(
   db: DatabaseObject,

@@ -505,6 +505,11 @@ export interface SamplerSummary {
   maxWritableAtOnce: number;
   /** Every round that saw more than one writable instance. */
   splitBrainRounds: Array<{ atMs: number; writable: string[] }>;
+  /**
+   * The split-brain rounds as stretches of consecutive rounds with the same writable instances,
+   * each named with its Pod IP (a recreated Pod keeps its name but not its address).
+   */
+  splitBrainSpans: Array<{ fromMs: number; toMs: number; rounds: number; writable: string[] }>;
   /** Writable instance names in the order they took the role, consecutive repeats collapsed: ['db-0', 'db-1']. */
   writableSequence: string[];
   /** Stretches of consecutive rounds with no writable instance (from the first such round to the next with one). */
@@ -539,8 +544,11 @@ export interface RoleSampler {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** What one probe learns: the instance's role, and anything odd about it. */
-type Answer = { role: Exclude<InstanceRole, 'unreachable'>; reason?: string };
+/**
+ * What one probe learns: the instance's role, and anything odd about it ('unreachable' when the
+ * address answered as another Pod).
+ */
+type Answer = { role: InstanceRole; reason?: string };
 
 /** An open probe connection to one instance, of either engine. */
 interface RoleSession {
@@ -549,15 +557,19 @@ interface RoleSession {
   /** Drops the connection at once (the server may be gone: nothing waits for it). */
   destroy(): void;
 }
-/** Opens a session to `ip`; `broken` is called when the connection fails while idle. */
-type OpenSession = (ip: string, broken: () => void) => Promise<RoleSession>;
+/**
+ * Opens a session to `ip`, the address of the Pod `name`; `broken` is called when the connection
+ * fails while idle.
+ */
+type OpenSession = (ip: string, name: string, broken: () => void) => Promise<RoleSession>;
 
 const POSTGRES_WRITABLE_SQL =
   "select not pg_is_in_recovery() and current_setting('transaction_read_only') = 'off' as writable";
 
 const postgresSessions =
   (config: pg.ClientConfig): OpenSession =>
-  async (ip, broken) => {
+  // postgres names no instance it could be asked for: the session is the address's.
+  async (ip, _name, broken) => {
     const client = new pg.Client({ ...config, host: ip });
     // An idle connection the server drops emits 'error': unhandled, it would kill the test process.
     client.on('error', broken);
@@ -588,12 +600,18 @@ const postgresSessions =
  */
 const mariadbSessions =
   (config: mysql.ConnectionOptions): OpenSession =>
-  async (ip, broken) => {
+  async (ip, name, broken) => {
     const conn = await mysql.createConnection({ ...config, host: ip });
     conn.on('error', broken);
     return {
       ask: async () => {
-        const [state] = await conn.query<mysql.RowDataPacket[]>('SELECT @@global.read_only AS read_only');
+        const [state] = await conn.query<mysql.RowDataPacket[]>(
+          'SELECT @@global.read_only AS read_only, @@hostname AS host',
+        );
+        // A Pod's address outlives it in the sampler's list for a moment, and may be another
+        // Pod's by then (a StatefulSet Pod's host name is its name): not this instance's answer.
+        const host = String(state[0]?.['host'] ?? '');
+        if (host !== name) return { role: 'unreachable', reason: `${ip} answered as ${host}, not ${name}` };
         const [status] = await conn.query<mysql.RowDataPacket[]>('SHOW SLAVE STATUS');
         const writable = Number(state[0]?.['read_only']) === 0;
         const threads = replicationThreads(status[0]);
@@ -620,10 +638,12 @@ class InstanceProbe {
   #session: RoleSession | undefined;
   #connecting: Promise<RoleSession> | undefined;
   readonly ip: string;
+  readonly name: string;
   readonly #open: OpenSession;
 
-  constructor(ip: string, open: OpenSession) {
+  constructor(ip: string, name: string, open: OpenSession) {
     this.ip = ip;
+    this.name = name;
     this.#open = open;
   }
 
@@ -647,7 +667,7 @@ class InstanceProbe {
 
   #connect(): Promise<RoleSession> {
     let session: RoleSession | undefined;
-    const connecting = this.#open(this.ip, () => {
+    const connecting = this.#open(this.ip, this.name, () => {
       if (session && this.#session === session) this.close();
     });
     this.#connecting = connecting.then(
@@ -758,7 +778,7 @@ export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSa
       current.map(async (pod): Promise<InstanceSample> => {
         if (!pod.ip) return { name: pod.name, ip: undefined, role: 'unreachable', reason: 'no Pod IP' };
         let probe = probes.get(pod.name);
-        if (!probe) probes.set(pod.name, (probe = new InstanceProbe(pod.ip, open)));
+        if (!probe) probes.set(pod.name, (probe = new InstanceProbe(pod.ip, pod.name, open)));
         return { name: pod.name, ip: pod.ip, ...(await probe.sample(deadline)) };
       }),
     );
@@ -802,7 +822,21 @@ export function summarise(history: readonly SampleRound[]): SamplerSummary {
   const writableSequence: string[] = [];
   const noWritableSpans: SamplerSummary['noWritableSpans'] = [];
   let open: { fromMs: number; toMs: number | undefined } | undefined;
+  const splitBrainSpans: SamplerSummary['splitBrainSpans'] = [];
+  let previousAt: number | undefined;
   for (const r of history) {
+    if (r.writable.length > 1) {
+      const who = r.instances
+        .filter((i) => i.role === 'writable')
+        .map((i) => `${i.name}@${i.ip}`)
+        .sort();
+      const last = splitBrainSpans.at(-1);
+      if (last && last.toMs === previousAt && last.writable.join() === who.join()) {
+        last.toMs = r.atMs;
+        last.rounds++;
+      } else splitBrainSpans.push({ fromMs: r.atMs, toMs: r.atMs, rounds: 1, writable: who });
+    }
+    previousAt = r.atMs;
     for (const name of r.writable) if (writableSequence.at(-1) !== name) writableSequence.push(name);
     if (r.writable.length === 0 && !open) noWritableSpans.push((open = { fromMs: r.atMs, toMs: undefined }));
     if (r.writable.length > 0 && open) {
@@ -818,10 +852,22 @@ export function summarise(history: readonly SampleRound[]): SamplerSummary {
     splitBrainRounds: history
       .filter((r) => r.writable.length > 1)
       .map((r) => ({ atMs: r.atMs, writable: r.writable })),
+    splitBrainSpans,
     writableSequence,
     noWritableSpans,
     maxRoundMs: largest(history.map((r) => r.tookMs)),
   };
+}
+
+/**
+ * The split-brain stretches in a line, times from `fromMs`: "mdb-0@10.0.0.5 and mdb-2@10.0.0.7
+ * from +3.2 s to +4.0 s (5 rounds)". CI keeps a failure's first lines: this goes first.
+ */
+export function describeSplitBrain(summary: SamplerSummary, fromMs: number): string {
+  const at = (ms: number) => `+${((ms - fromMs) / 1000).toFixed(1)} s`;
+  return summary.splitBrainSpans
+    .map((s) => `${s.writable.join(' and ')} from ${at(s.fromMs)} to ${at(s.toMs)} (${s.rounds} rounds)`)
+    .join('; ');
 }
 
 /** Math.max without spreading (a long run's arrays exceed the argument limit); 0 when empty. */
