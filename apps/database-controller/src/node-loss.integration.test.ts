@@ -140,8 +140,9 @@ describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 *
     );
     await until('three instances on the first node, replicating', healthy, 300_000);
     // The writer runs on the first node, which stays.
-    writer = await startWriter({ client, namespace: ns, db: NAME, engine: 'postgres' });
-    await writer.waitForAcks(200, 120_000);
+    // Paced as the replication suite's: a session per write, unpaced, takes a core.
+    writer = await startWriter({ client, namespace: ns, db: NAME, engine: 'postgres', maxPerSecond: 10 });
+    await writer.waitForAcks(100, 120_000);
 
     // One instance moves to the second node: its Pod is recreated while the namespace sends new
     // Pods there (the volume is a directory on this host, which both nodes mount), then becomes

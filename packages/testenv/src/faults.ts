@@ -3,13 +3,24 @@
 // reachable, as a manager on the wrong side of a partition; a process cut off
 // from the API server; and the loss of the second real node (its kubelet
 // stopped, its Pods cut off).
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { sh } from './host.ts';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { NETNS_DIR, sh } from './host.ts';
 import { SECOND_NODE, secondRealNodeState } from './second-node.ts';
 
 export interface Partition {
   /** Lets the packets through again. Idempotent. */
   heal(): void;
+}
+
+/** A partition made inside a Pod's network namespace (see cutPodOffFrom). */
+export interface PodPartition extends Partition {
+  /**
+   * Whether the namespace is gone: no process in it, and not held by a bind mount in /run/netns
+   * (the container runtime's, until the sandbox is torn down). With it go its interface, and what
+   * its sockets still held to send: a connection the partition stalled can no longer deliver.
+   */
+  namespaceGone(): boolean;
 }
 
 /**
@@ -68,7 +79,7 @@ function dropFromGroup(gid: number, match: string[]): Partition {
  * containers share its sandbox's network namespace). The rules live in that
  * namespace, so they go with the sandbox; `heal()` removes them sooner.
  */
-export function cutPodOffFrom(pid: number, addresses: readonly string[]): Partition {
+export function cutPodOffFrom(pid: number, addresses: readonly string[]): PodPartition {
   return podRules(
     pid,
     addresses.flatMap((ip) => [
@@ -115,7 +126,7 @@ export function podSandboxPid(podUid: string): number {
  * instead). Everything else flows. The rules go with the sandbox, or sooner
  * with `heal()`.
  */
-export function refusePodConnectionsTo(pid: number, address: string, port: number): Partition {
+export function refusePodConnectionsTo(pid: number, address: string, port: number): PodPartition {
   return podRules(pid, [
     [
       'OUTPUT',
@@ -134,7 +145,7 @@ export function refusePodConnectionsTo(pid: number, address: string, port: numbe
 }
 
 /** Appends `rules` to the filter table of the network namespace of process `pid`, until heal(). */
-function podRules(pid: number, rules: string[][]): Partition {
+function podRules(pid: number, rules: string[][]): PodPartition {
   // The namespace's identity: `pid` may end (a fence) while the rules stay.
   const netns = readlinkSync(`/proc/${pid}/ns/net`);
   const ipt = (inNs: number, ...args: string[]) =>
@@ -155,7 +166,21 @@ function podRules(pid: number, rules: string[][]): Partition {
           // Gone with the Pod meanwhile.
         }
     },
+    namespaceGone: () => findProcessInNetns(netns) === undefined && !boundInNetnsDir(netns),
   };
+}
+
+/** Whether a bind mount in /run/netns holds the network namespace `link` (readlink's `net:[INODE]`). */
+function boundInNetnsDir(link: string): boolean {
+  const inode = /\[(\d+)\]/.exec(link)?.[1];
+  if (!existsSync(NETNS_DIR)) return false;
+  for (const entry of readdirSync(NETNS_DIR))
+    try {
+      if (String(statSync(join(NETNS_DIR, entry)).ino) === inode) return true;
+    } catch {
+      // Unmounted and removed while listed.
+    }
+  return false;
 }
 
 /** A process in the network namespace `link` (as readlink /proc/PID/ns/net prints it), if any. */

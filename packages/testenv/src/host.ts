@@ -34,7 +34,8 @@ export interface HostRecord {
 }
 
 const CGROUP_FS = '/sys/fs/cgroup';
-const NETNS_DIR = '/run/netns';
+/** Where the container runtime bind-mounts a sandbox's network namespace. */
+export const NETNS_DIR = '/run/netns';
 const CONTAINERD_RUN = '/run/containerd';
 
 export function sh(cmd: string, args: string[], input?: string): string {

@@ -49,6 +49,7 @@ export {
   podSandboxPid,
   isSandbox,
   type Partition,
+  type PodPartition,
   type NodeLoss,
 } from './faults.ts';
 export { SECOND_NODE, startSecondRealNode, secondRealNodeState } from './second-node.ts';

@@ -319,7 +319,7 @@ func startedBefore(m *member, t topology) bool {
 	if !t.hasSince || !m.hasCreatedAt {
 		return true
 	}
-	return m.createdAt < int64(math.Floor(float64(t.since)/1000))*1000+1000
+	return m.createdAt < t.since+1000
 }
 
 func roleOf(m *member, primary *member, in *planInput) string {
@@ -554,7 +554,8 @@ func (db *database) decideReplication(t topology, listed []corev1.Pod, clock *tr
 		case "topology":
 			next := s.topology
 			if s.topology.primary != t.primary {
-				next.since, next.hasSince = now, true
+				// When the record is written, as the TypeScript controller's carryOutStep.
+				next.since, next.hasSince = time.Now().UnixMilli(), true
 			} else {
 				next.since, next.hasSince = t.since, t.hasSince
 			}

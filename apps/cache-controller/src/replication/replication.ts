@@ -146,7 +146,7 @@ export async function reconcileReplication(
     if (!host) throw new Error(`instance ${pod} has no Pod IP`);
     return { host, port, password };
   };
-  if (decided.step) await carryOut(cache, ctx, decided.step, topology, now, endpointOf, observations);
+  if (decided.step) await carryOut(cache, ctx, decided.step, topology, endpointOf, observations);
   else if (decided.currentPrimary) await pointReplicas(cache, ctx, decided, observations, endpointOf);
   if (decided.waiting) ctx.log.info({ waiting: decided.waiting }, 'replication');
 
@@ -182,11 +182,10 @@ function carryOut(
   ctx: Context,
   step: Step,
   topology: Topology,
-  now: number,
   endpointOf: (pod: string) => Endpoint,
   observations: Map<string, Observation>,
 ): Promise<void> {
-  return carryOutStep(ctx, step, topology, now, {
+  return carryOutStep(ctx, step, topology, {
     recordTopology: async (t) => void (await ctx.apply([desiredTopology(cache, t)])),
     deletePod: (pod, uid, grace) => deleteObservedPod(ctx, cache.metadata.namespace!, pod, uid, grace),
     promote: async (pod) => {

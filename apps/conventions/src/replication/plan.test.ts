@@ -189,6 +189,14 @@ describe('replication plan', () => {
       plan(input([sameSecond, member(1, standby(900n))], { topology: moved })).step?.kind,
       'fence',
     );
+    // Created in the next whole second, but less than a second after the change was written: the
+    // kubelet may not have had the new name yet when it filled the Pod's volume.
+    const writtenLate = { ...moved, since: NOW - 5_000 + 900 };
+    const nextSecond = member(0, undefined, { uid: 'uid-0d', createdAt: NOW - 4_000 });
+    assert.equal(
+      plan(input([nextSecond, member(1, standby(900n))], { topology: writtenLate })).step?.kind,
+      'fence',
+    );
   });
 
   test('never two writable: another writable instance is fenced before anything else, cleanly if it serves', () => {

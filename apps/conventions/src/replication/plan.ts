@@ -600,10 +600,14 @@ function rollingUpdate(input: PlanInput, primary: Member, result: Plan): void {
   };
 }
 
-/** Whether the Pod was created before the second the topology last changed in (creation times are whole seconds). */
+/**
+ * Whether the Pod may have started before the topology last changed, reading the previous
+ * primary's name: unless it was created a whole second after the change was written (creation
+ * times are whole seconds, rounded down), well past the kubelet's watch of the ConfigMap.
+ */
 function startedBefore(m: Member, t: Topology): boolean {
   if (t.since === undefined || m.createdAt === undefined) return true;
-  return m.createdAt < Math.floor(t.since / 1000) * 1000 + 1000;
+  return m.createdAt < t.since + 1000;
 }
 
 /** A Pod the kubelet reports Ready, not being deleted, whose server did not answer this manager. */

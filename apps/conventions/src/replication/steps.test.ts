@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { Topology } from './plan.ts';
 import { carryOutStep } from './steps.ts';
 
-test('a topology move is recorded first, and a forced one warns with what it may lose', async () => {
+test('a topology move is recorded first, with the time it is written, and a forced one warns with what it may lose', async () => {
   const said: string[] = [];
   const recorded: Topology[] = [];
   const ctx = {
@@ -22,15 +22,15 @@ test('a topology move is recorded first, and a forced one warns with what it may
     ctx,
     { kind: 'topology', topology: { ...was, primary: 'db-2' }, reason: 'ForcedFailover', message: forced },
     was,
-    5_000,
     actions,
+    () => 5_000,
   );
   await carryOutStep(
     ctx,
     { kind: 'topology', topology: { ...was, primary: 'db-1' }, reason: 'Failover', message: 'lost' },
     was,
-    6_000,
     actions,
+    () => 6_000,
   );
   assert.deepEqual(recorded, [
     { primary: 'db-2', initialized: true, since: 5_000 },

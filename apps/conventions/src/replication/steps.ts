@@ -20,13 +20,16 @@ export async function carryOutStep(
   ctx: Pick<Context, 'event' | 'warn' | 'log'>,
   step: Step,
   topology: Topology,
-  now: number,
   actions: StepActions,
+  clock: () => number = Date.now,
 ): Promise<void> {
   switch (step.kind) {
     case 'topology': {
       const moved = step.topology.primary !== topology.primary;
-      await actions.recordTopology({ ...step.topology, since: moved ? now : topology.since });
+      // `since` is when the record is written, not when the reconcile began: a Pod created before
+      // it may have read the previous primary's name, and plan() tells them apart by it (a
+      // reconcile's observations can take seconds, while a deleted Pod's successor is created).
+      await actions.recordTopology({ ...step.topology, since: moved ? clock() : topology.since });
       if (step.reason === 'Failover') ctx.warn('FailoverStarted', step.message);
       else if (step.reason === 'ForcedFailover') ctx.warn('ForcedFailover', step.message);
       else

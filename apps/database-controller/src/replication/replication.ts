@@ -196,7 +196,7 @@ export async function reconcileReplication(
   // A single instance serves reads too: it is the primary, and no read-only Service exists.
   await applyRoleLabels(ctx, db.metadata.namespace!, byName, decided.roles, ROLE_LABEL);
   const seen: Seen = { pods: byName, observations, password, driver };
-  if (decided.step) await carryOut(db, ctx, decided.step, topology, seen, now);
+  if (decided.step) await carryOut(db, ctx, decided.step, topology, seen);
   else if (decided.currentPrimary) await tendPrimary(ctx, decided.currentPrimary, instances, seen, db);
   if (decided.switchover?.state === 'Waiting' && db.status?.switchover?.state !== 'Waiting')
     ctx.event('Normal', 'SwitchoverWaiting', decided.switchover.message);
@@ -267,9 +267,8 @@ function carryOut(
   step: Step,
   topology: Topology,
   seen: Seen,
-  now: number,
 ): Promise<void> {
-  return carryOutStep(ctx, step, topology, now, {
+  return carryOutStep(ctx, step, topology, {
     recordTopology: async (t) => void (await ctx.apply([topologyConfigMap(db, t)])),
     deletePod: (pod, uid, grace) => deleteObservedPod(ctx, db.metadata.namespace!, pod, uid, grace),
     promote: async (pod) => {
