@@ -762,6 +762,51 @@ describe('replication plan', () => {
       );
     });
 
+    test("a person's order to promote stops an old primary that may serve in failsafe, then promotes", () => {
+      const moved = { primary: 'db-1', initialized: true, since: NOW - 20_000 };
+      const order = {
+        topology: moved,
+        primaryLease: expired('db-0'),
+        primaryFailsafe: true,
+        forcePromote: 'db-1',
+      };
+      // db-0 and db-2 hung: the kubelet still reports them Ready, and db-2 may keep db-0 serving.
+      const hungPrimary = member(0, undefined, { ready: true, troubleSince: undefined, label: 'primary' });
+      const hungStandby = member(2, undefined, { ready: true, troubleSince: undefined, label: 'replica' });
+      const named = member(1, standby(900n, { streaming: false }));
+      const without = plan(input([hungPrimary, named, hungStandby], { ...order, forcePromote: undefined }));
+      assert.equal(without.step, undefined, 'without the order the failsafe is waited out');
+      const fenced = plan(input([hungPrimary, named, hungStandby], order));
+      assert.equal(fenced.step?.kind === 'fence' && fenced.step.pod, 'db-0');
+      assert.equal(fenced.step?.kind === 'fence' && fenced.step.graceful, false);
+      assert.match(
+        fenced.step?.kind === 'fence' ? fenced.step.message : '',
+        /by a person's order to promote db-1/,
+      );
+      // Its Pod being deleted: the kubelet's word is waited for, and the message says how a lost node ends it.
+      const stopping = {
+        ...hungPrimary,
+        deleting: true,
+        deletingSince: NOW - 1_000,
+        deletionGraceSeconds: 1,
+      };
+      const waits = plan(input([stopping, named, hungStandby], order));
+      assert.equal(waits.step, undefined);
+      assert.match(waits.waiting ?? '', /only deleting its Pod with --force/);
+      // Its successor read the new name: nothing serves with db-2 now, which is stopped next (it
+      // started before the move and does not answer), then db-1 is promoted.
+      const successor = member(0, undefined, { ready: false, troubleSince: NOW, createdAt: NOW - 2_000 });
+      const next = plan(input([successor, named, hungStandby], order));
+      assert.equal(next.step?.kind === 'fence' && next.step.pod, 'db-2');
+      const gone = member(2, undefined, { uid: undefined, ready: false, troubleSince: NOW });
+      assert.equal(plan(input([successor, named, gone], order)).step?.kind, 'promote');
+      // The same replaced Pod ends the failsafe wait without an order, too.
+      assert.equal(
+        plan(input([successor, named, gone], { ...order, forcePromote: undefined })).step?.kind,
+        'promote',
+      );
+    });
+
     test('a Lease that could not be read keeps everything still; a free one lets the promotion through', () => {
       const moved = { primary: 'db-1', initialized: true, since: NOW - 20_000 };
       const gone = member(0, undefined, { uid: undefined, ready: false, troubleSince: NOW - 20_000 });
@@ -865,7 +910,7 @@ describe('replication plan', () => {
       assert.equal(p.step?.kind === 'topology' && p.step.topology.primary, 'db-2');
       assert.match(
         p.step?.kind === 'topology' ? p.step.message : '',
-        /db-2 takes over by a person's order, at position 900, .*db-1 did not answer and may hold acknowledged commits it lacks/,
+        /db-2 takes over by a person's order, at position 900, .*db-1 did not answer and may hold acknowledged commits it lacks; any such write is lost$/,
       );
       const silentOne = plan(input([lost, hung, lagging], { ...sync, forcePromote: 'db-1' }));
       assert.equal(silentOne.step, undefined, 'an instance that does not answer cannot be promoted');

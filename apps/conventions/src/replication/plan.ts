@@ -280,7 +280,7 @@ function forced(input: PlanInput, risk: string): Successor | undefined {
   if (!member) return undefined;
   return {
     member,
-    forced: `${member.pod} takes over by a person's order, at position ${member.server!.lsn}, without proof that it holds every acknowledged write: ${risk}, and are lost`,
+    forced: `${member.pod} takes over by a person's order, at position ${member.server!.lsn}, without proof that it holds every acknowledged write: ${risk}; any such write is lost`,
   };
 }
 
@@ -391,9 +391,20 @@ export function plan(input: PlanInput): Plan {
     // write (a former primary that does not answer): it is stopped, and its Pod gone, first. A Pod
     // is deleted gracefully, so its object goes only once the kubelet has stopped its containers.
     const blocked = leaseBlocks(input, named.pod) ?? failsafeBlocks(input, named.pod);
+    // A person ordered this promotion: the old primary that may still serve in failsafe is
+    // stopped, not waited for. Its Pod goes once the kubelet has killed its containers (a hung
+    // server too); its successor reads the new name, and then nothing can serve with it.
+    const order =
+      blocked?.old && input.forcePromote === named.pod
+        ? forcedFence(input, blocked.old, named.pod)
+        : undefined;
+    if (order && 'fence' in order) {
+      result.step = order.fence;
+      return result;
+    }
     if (blocked) {
-      result.waiting = blocked.why;
-      result.recheckInMs = blocked.inMs;
+      result.waiting = order?.wait ?? blocked.why;
+      result.recheckInMs = order ? undefined : blocked.inMs;
       return result;
     }
     // With the agents' Lease clear, whoever could still write has fenced itself: a Pod being
@@ -508,12 +519,19 @@ function leaseLostBy(input: PlanInput, pod: string): boolean {
   return lease?.state === 'expired' && lease.holder === pod;
 }
 
+/** Why a standby is not promoted yet; `old`: the old primary that may still serve in failsafe. */
+interface Blocked {
+  why: string;
+  inMs?: number;
+  old?: string;
+}
+
 /**
  * Why the Lease keeps `pod` from being promoted now, or undefined when it does not: nobody holds
  * it, its holder let it expire or already is `pod`, or its holder's Pod object is gone (the kubelet
  * stopped its containers). A Lease this manager could not read keeps everything still.
  */
-function leaseBlocks(input: PlanInput, pod: string): { why: string; inMs?: number } | undefined {
+function leaseBlocks(input: PlanInput, pod: string): Blocked | undefined {
   const lease = input.primaryLease;
   if (!lease) return undefined;
   switch (lease.state) {
@@ -542,10 +560,13 @@ function leaseBlocks(input: PlanInput, pod: string): { why: string; inMs?: numbe
  * manager either cannot see or sees following it. Two majorities always share an instance, so the
  * old primary and the promoted one never both serve.
  */
-function failsafeBlocks(input: PlanInput, pod: string): { why: string; inMs?: number } | undefined {
+function failsafeBlocks(input: PlanInput, pod: string): Blocked | undefined {
   const lease = input.primaryLease;
   if (!input.primaryFailsafe || lease?.state !== 'expired' || lease.holder === pod) return undefined;
   const old = lease.holder;
+  // The Pod that held the Lease is gone, or replaced by one that read the new primary's name.
+  const holder = input.members.find((m) => m.pod === old);
+  if (holder && (!holder.uid || !startedBefore(holder, input.topology))) return undefined;
   const others = input.members.filter((m) => m.pod !== old && m.ordinal < input.replicas);
   // A Pod that no longer exists runs no engine (its containers stopped before its object went).
   const out = (m: Member) =>
@@ -560,6 +581,34 @@ function failsafeBlocks(input: PlanInput, pod: string): { why: string; inMs?: nu
   return {
     why: `${old}'s primary Lease expired, but ${maybeInTouch.map((m) => m.pod).join(', ')} may still be in touch with it, which keeps it serving with a majority: ${pod} is promoted once ${old} cannot have one`,
     ...(Number.isFinite(soonest) ? { inMs: Math.max(1, soonest) } : {}),
+    old,
+  };
+}
+
+/**
+ * What a person's order to promote `pod` does about `old`, which may still serve in failsafe:
+ * stops it, or, while its Pod is being deleted, waits for the kubelet to confirm. On a lost node
+ * that never comes; only a person who knows the node is down can end it (a forced Pod delete).
+ */
+function forcedFence(
+  input: PlanInput,
+  old: string,
+  pod: string,
+): { fence: Step } | { wait: string } | undefined {
+  const holder = input.members.find((m) => m.pod === old);
+  if (!holder?.uid) return undefined;
+  if (holder.deleting)
+    return {
+      wait: `by a person's order ${pod} is promoted once ${old}, which may still serve without its Lease, has stopped; should its node be lost, only deleting its Pod with --force, once the node is known to be down, ends the wait`,
+    };
+  return {
+    fence: {
+      kind: 'fence',
+      pod: old,
+      uid: holder.uid,
+      graceful: false,
+      message: `by a person's order to promote ${pod}: stopping ${old}, whose expired Lease may still let it serve with instances this manager cannot see, before the promotion`,
+    },
   };
 }
 

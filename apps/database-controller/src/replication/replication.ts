@@ -35,8 +35,8 @@ export { ReplicationMemory };
 export const SWITCHOVER_ANNOTATION = 'regulon.dev/switchover-to';
 /**
  * A person's order to promote the named instance when no standby provably holds every
- * acknowledged write (PlanInput.forcePromote): the ForcedFailover Event says what is lost. It is
- * removed once the topology names a primary it does not stand in the way of.
+ * acknowledged write (PlanInput.forcePromote): the ForcedFailover Event says what is lost. It stands
+ * until a primary serves, the one it named or one that returned first.
  */
 export const FORCE_PROMOTE_ANNOTATION = 'regulon.dev/force-promote';
 const DEFAULT_FAILOVER_DELAY_S = 10;
@@ -202,9 +202,9 @@ export async function reconcileReplication(
     ctx.event('Normal', 'SwitchoverWaiting', decided.switchover.message);
   if (switchoverTo && (switchoverTo === decided.currentPrimary || decided.step?.kind === 'refuseSwitchover'))
     await clearAnnotation(db, ctx, SWITCHOVER_ANNOTATION);
-  // An order that was carried out, or that no longer has anything to force: a primary serves.
-  if (forcePromote && (decided.step?.kind === 'topology' || decided.currentPrimary))
-    await clearAnnotation(db, ctx, FORCE_PROMOTE_ANNOTATION);
+  // An order that was carried out, or that no longer has anything to force: a primary serves. Until
+  // then it stands: the promotion it named may first stop an old primary (see plan's forcedFence).
+  if (forcePromote && decided.currentPrimary) await clearAnnotation(db, ctx, FORCE_PROMOTE_ANNOTATION);
   if (decided.waiting) ctx.log.info({ waiting: decided.waiting }, 'replication');
 
   const view: ReplicationView = {
