@@ -2,10 +2,10 @@
 // pgBackRest in its container, versitygw (an S3-compatible store, over HTTPS
 // with its own CA) on this machine, the Database and DatabaseBackup
 // controllers in a Manager on this host. Rows are written and read back by
-// query; what a restore holds is checked row by row. The store is "stopped"
-// by SIGSTOP (it keeps its data and answers nothing until SIGCONT), and what
-// it holds is read with `pgbackrest info` in the primary. The figures (backup
-// and restore times, how long a failure takes to show) are test diagnostics.
+// query; what a restore holds is checked row by row, and what the store holds
+// is read with `pgbackrest info` in the primary. The figures (backup and
+// restore times, how long a failure takes to show) are test diagnostics.
+// Scheduled backups are in ./backup-schedule.integration.test.ts.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { setInterval } from 'node:timers/promises';
@@ -19,17 +19,13 @@ import {
   type ObjectStore,
   type TestEnv,
 } from '@regulon/testenv';
-import pg from 'pg';
 import { Database } from './api.ts';
-import { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
+import { DatabaseBackup } from './backup/api.ts';
 import { PodExec } from './backup/exec.ts';
 import { ARCHIVE_LAG_METRIC, ARCHIVING_FAILING_METRIC } from './backup/archiver-metrics.ts';
 import { ARCHIVE_STUCK_MS, ARCHIVER_COMMAND } from './backup/archiver.ts';
-import { FAILING_METRIC } from './backup/metrics.ts';
-import { parseInfo, type RepositoryInfo } from './backup/pgbackrest.ts';
-import { SLOT_ANNOTATION } from './backup/schedule.ts';
 import { backupSuite, BUCKET, cond, range } from './testing/backup-suite.ts';
-import { readCredentials } from './testing/workload.ts';
+import { postgresBackupTools } from './testing/pgbackrest-suite.ts';
 
 describe('Database backups to an object store (postgres, pgBackRest)', { timeout: 30 * 60_000 }, () => {
   const s = backupSuite({
@@ -50,34 +46,12 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     ({ env, client, mgr, ns, version, store } = s);
     execIn = new PodExec(env.kubeConfig);
   });
-  const { objectStore, createDatabase, ready, finished, backupOf, listEvents, eventsAbout } = s;
+  const { withPrimary, repositoryInfo } = postgresBackupTools(s);
+  const { objectStore, createDatabase, ready, finished, backupOf, eventsAbout } = s;
   const { assertNoKeysAnywhere, assertBackupFailsVisibly, assertMissingBucketReported } = s;
-  const { pauseStore, resumeStore } = s;
   const dbs = () => client.resource(Database);
   const backups = () => client.resource(DatabaseBackup);
 
-  /** Runs `use` connected to the Database's primary (its Pod IP: this host reaches the real node's Pods). */
-  const withPrimary = async <R>(name: string, use: (c: pg.Client) => Promise<R>): Promise<R> => {
-    const db = await dbs().get(name, { namespace: ns });
-    const primary = db.status?.currentPrimary ?? `${name}-0`;
-    const pod = await client.resource<V1Pod>(Kinds.Pod).get(primary, { namespace: ns });
-    const creds = await readCredentials(client, ns, name);
-    const c = new pg.Client({
-      host: pod.status!.podIP!,
-      port: 5432,
-      user: creds.username,
-      password: creds.password,
-      database: creds.database,
-      connectionTimeoutMillis: 5_000,
-    });
-    c.on('error', () => {});
-    await c.connect();
-    try {
-      return await use(c);
-    } finally {
-      await c.end().catch(() => {});
-    }
-  };
   const insert = (name: string, from: number, to: number) =>
     withPrimary(name, (c) =>
       c.query('insert into items(id) select generate_series($1::int, $2::int)', [from, to]),
@@ -86,18 +60,6 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     withPrimary(name, async (c) =>
       (await c.query<{ id: number }>('select id from items order by id')).rows.map((r) => r.id),
     );
-  /** `pgbackrest info` of the Database's repository, run in its primary: what the store holds. */
-  const repositoryInfo = async (name: string): Promise<RepositoryInfo> => {
-    const db = await dbs().get(name, { namespace: ns });
-    const r = await execIn.exec({
-      namespace: ns,
-      pod: db.status!.currentPrimary!,
-      container: 'postgres',
-      command: ['pgbackrest', 'info', '--output=json'],
-      timeoutMs: 90_000,
-    });
-    return parseInfo(r.stdout);
-  };
   /**
    * Until the Database's standby streams and has replayed all the primary
    * wrote: a Ready standby may not stream yet (it is Ready once it answers
@@ -140,12 +102,6 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     (await mgr.registry.getSingleMetric(metric)?.get())?.values.find(
       (v) => v.labels['database'] === database && v.labels['database_namespace'] === ns,
     )?.value;
-  const failingMetric = async (database: string) =>
-    (await mgr.registry.getSingleMetric(FAILING_METRIC)?.get())?.values.find(
-      (v) => v.labels['database'] === database && v.labels['database_namespace'] === ns,
-    )?.value;
-  const slotOf = (b: DatabaseBackupObject) => Date.parse(b.metadata.annotations?.[SLOT_ANNOTATION] ?? '');
-
   test('the API server refuses what cannot work, saying why', async () => {
     const refused = async (spec: Record<string, unknown>, message: RegExp, name = 'refused') =>
       assert.rejects(
@@ -559,184 +515,6 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     t.diagnostic(`the backup's message: ${await assertMissingBucketReported('bucketless')}`);
     await dbs().delete('bucketless', { namespace: ns });
   });
-
-  test('a schedule makes a DatabaseBackup per slot, and the Database follows it', async (t) => {
-    await createDatabase('ticker', {
-      backup: { enabled: true, schedule: '* * * * *', historyLimit: 1, objectStore: objectStore() },
-    });
-    await ready('ticker');
-    const since = Date.now();
-    const scheduled = await eventually(
-      'a scheduled DatabaseBackup of ticker succeeded',
-      async () => {
-        const list = await backups().list({
-          namespace: ns,
-          labelSelector: 'regulon.dev/scheduled-for=ticker',
-        });
-        return list.items.find((b) => b.status?.phase === 'Succeeded');
-      },
-      180_000,
-    );
-    t.diagnostic(
-      `first scheduled backup succeeded ${((Date.now() - since) / 1000).toFixed(0)} s after Ready`,
-    );
-    assert.match(scheduled.metadata.name!, /^ticker-\d{8}-\d{4}$/);
-    assert.equal(
-      scheduled.metadata.ownerReferences,
-      undefined,
-      'it outlives the Database: a restore needs it',
-    );
-    await eventually('BackupSucceeded=True on ticker', async () => {
-      const d = await dbs().get('ticker', { namespace: ns });
-      return cond(d.status?.conditions, 'BackupSucceeded')?.status === 'True';
-    });
-    // No backup a minute for the rest of the run.
-    await dbs().delete('ticker', { namespace: ns });
-  });
-
-  // About 7 minutes by design: a minute's slots, and pgBackRest giving up on a stopped store
-  // (its 60 s read timeout, retried) takes 4 of them; the runner's default 10 minutes is too close.
-  test(
-    'the object store stopped during a scheduled backup: that backup fails visibly, the first slot after the store returns succeeds, and retention removes what it should and nothing else',
-    { timeout: 15 * 60_000 },
-    async (t) => {
-      await createDatabase('metronome', {
-        backup: {
-          enabled: true,
-          schedule: '* * * * *',
-          historyLimit: 1,
-          objectStore: objectStore(),
-          retention: { count: 2 },
-        },
-      });
-      await ready('metronome');
-      await withPrimary('metronome', (c) => c.query('create table items(id int primary key)'));
-      // An on-demand backup counts with the scheduled ones: the oldest of them all, the first to go.
-      await backupOf('metronome-manual', 'metronome');
-      const manual = await finished('metronome-manual');
-      assert.equal(manual.status?.phase, 'Succeeded', JSON.stringify(manual.status?.conditions));
-      const scheduled = async () =>
-        (
-          await backups().list({ namespace: ns, labelSelector: 'regulon.dev/scheduled-for=metronome' })
-        ).items.sort((a, b) => slotOf(a) - slotOf(b));
-      const first = await eventually(
-        'a scheduled backup of metronome succeeded',
-        async () => (await scheduled()).find((b) => b.status?.phase === 'Succeeded'),
-        240_000,
-      );
-
-      // The next slot's DatabaseBackup: the store stops the moment it exists, before or while pgBackRest runs.
-      const victim = await eventually(
-        "the next slot's DatabaseBackup",
-        async () => (await scheduled()).find((b) => slotOf(b) > slotOf(first)),
-        120_000,
-        100,
-      );
-      pauseStore();
-      const paused = Date.now();
-      const failed = await finished(victim.metadata.name!, 600_000);
-      const why = cond(failed.status?.conditions, 'Succeeded');
-      t.diagnostic(
-        `store stopped: ${victim.metadata.name} ${failed.status?.phase} ${((Date.now() - paused) / 1000).toFixed(0)} s later (${why?.reason}: ${why?.message})`,
-      );
-      assert.equal(failed.status?.phase, 'Failed');
-      assert.equal(why?.reason, 'BackupFailed');
-      assert.ok((why?.message ?? '').length > 20, 'the reason is pgBackRest’s, not a bare exit code');
-      const down = await eventually('BackupSucceeded=False on metronome', async () => {
-        const d = await dbs().get('metronome', { namespace: ns });
-        return cond(d.status?.conditions, 'BackupSucceeded')?.status === 'False' ? d : undefined;
-      });
-      assert.equal(cond(down.status?.conditions, 'Ready')?.status, 'True', 'serving is not backing up');
-      await eventually('a Warning Event about the failed backup', async () =>
-        (await eventsAbout(victim.metadata.name!, 'Warning')).length > 0 ? true : undefined,
-      );
-      await eventually('regulon_database_backup_failing 1 for metronome', async () =>
-        (await failingMetric('metronome')) === 1 ? true : undefined,
-      );
-
-      resumeStore();
-      const resumed = Date.now();
-      // The first slot whose backup starts with the store back succeeds, and then one more: three succeeded, count 2.
-      await eventually(
-        'two scheduled backups after the failed one succeeded',
-        async () =>
-          (await scheduled()).filter((b) => slotOf(b) > slotOf(failed) && b.status?.phase === 'Succeeded')
-            .length >= 2
-            ? true
-            : undefined,
-        600_000,
-        1_000,
-      );
-      t.diagnostic(
-        `two backups succeeded ${((Date.now() - resumed) / 1000).toFixed(0)} s after the store returned`,
-      );
-      // No more slots: what is left to check must hold still.
-      const db = await dbs().get('metronome', { namespace: ns });
-      await dbs().patch(
-        'metronome',
-        { spec: { backup: { ...db.spec.backup!, enabled: false } } },
-        { namespace: ns, type: 'merge' },
-      );
-      const settled = await eventually(
-        'every DatabaseBackup of metronome finished, and retention done in the repository and the API alike',
-        async () => {
-          const all = (await backups().list({ namespace: ns })).items.filter(
-            (b) => b.spec.database === 'metronome',
-          );
-          if (all.some((b) => b.status?.phase !== 'Succeeded' && b.status?.phase !== 'Failed'))
-            return undefined;
-          const succeeded = all.filter((b) => b.status?.phase === 'Succeeded');
-          if (succeeded.length !== 2) return undefined;
-          const info = await repositoryInfo('metronome');
-          const listed = info.backups.map((k) => k.label).sort();
-          const kept = succeeded.map((b) => b.status!.label!).sort();
-          return JSON.stringify(listed) === JSON.stringify(kept) ? { all, succeeded, info } : undefined;
-        },
-        300_000,
-        2_000,
-      );
-      const names = settled.all.map((b) => b.metadata.name);
-      assert.ok(!names.includes('metronome-manual'), 'the oldest succeeded backup is gone');
-      assert.ok(!names.includes(first.metadata.name), 'and so is the next oldest');
-      assert.ok(names.includes(failed.metadata.name), 'a failed DatabaseBackup holds nothing: it stays');
-      const newest = settled.succeeded
-        .map((b) => b.status!)
-        .sort((a, b) => Date.parse(b.stoppedAt!) - Date.parse(a.stoppedAt!));
-      assert.ok(
-        Date.parse(newest[1]!.stoppedAt!) > Date.parse(first.status!.stoppedAt!),
-        'what is kept is newer than what went',
-      );
-      // The WAL only the expired backups needed is gone; what the oldest kept one needs is there.
-      const oldestKeptStart = newest[1]!.wal!.startSegment!;
-      assert.ok(settled.info.archive.min, 'WAL is archived');
-      assert.ok(
-        settled.info.archive.min > manual.status.wal!.startSegment!,
-        `WAL expired: the archive starts at ${settled.info.archive.min}, after ${manual.status.wal!.startSegment}`,
-      );
-      assert.ok(
-        settled.info.archive.min <= oldestKeptStart,
-        `the archive (from ${settled.info.archive.min}) covers the oldest kept backup (from ${oldestKeptStart})`,
-      );
-      const expired = (await listEvents())
-        .filter((e) => e['reason'] === 'BackupExpired')
-        .map((e) => String(e['note']));
-      for (const gone of [manual, first])
-        assert.ok(
-          expired.some((note) => note.includes(gone.status!.label!) && note.includes(gone.metadata.name!)),
-          `a Normal Event names ${gone.metadata.name}: ${expired.join(' | ')}`,
-        );
-      const d = await eventually('BackupSucceeded=True on metronome again', async () => {
-        const x = await dbs().get('metronome', { namespace: ns });
-        return cond(x.status?.conditions, 'BackupSucceeded')?.status === 'True' ? x : undefined;
-      });
-      assert.equal(cond(d.status?.conditions, 'Ready')?.status, 'True');
-      await eventually('regulon_database_backup_failing 0 for metronome', async () =>
-        (await failingMetric('metronome')) === 0 ? true : undefined,
-      );
-      await assertNoKeysAnywhere();
-      await dbs().delete('metronome', { namespace: ns });
-    },
-  );
 
   test('a backup taken during a failover: it succeeds, or fails visibly and a retry on the new primary succeeds; what succeeded restores exactly the rows written before it; archiving goes on from the new primary', async (t) => {
     await createDatabase('pair', { replicas: 2, replication: { failoverDelaySeconds: 0 } });
