@@ -1,35 +1,61 @@
 // A project's `test` script: node's built-in runner with a readable spec report
 // on stdout and a JUnit report for the run's summary (REGULON_TEST_RESULTS).
-//   node ../../tools/scripts/node-test.ts [--cluster] [--concurrency=N] [globs...]
+//   node ../../tools/scripts/node-test.ts [--cluster] [--concurrency=N] [--slowest-first=F,...] [globs...]
 // --cluster runs the tests against one real control plane (regulon-testenv exec
 // reuses the run's control plane when there is one, or starts one).
 // --concurrency=N runs N test files at once (node's default is the cores less
 // one: a single file on a 2-core machine). For a project whose slow files
 // mostly wait on real engines, each in its own namespace with a manager of its own.
-import { readFileSync } from 'node:fs';
+// --slowest-first=F,... starts those files first, in that order, then the rest by
+// name. `node --test` sorts its files by name, so with N at once a slow file that
+// sorts late starts when the others are nearly done and alone makes the run long;
+// started first, the short files fill the other slots beside it. The runner's own
+// API (`run()` from node:test) takes the files in the order given.
+import { createWriteStream, globSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { run as runTests } from 'node:test';
+import { junit, spec } from 'node:test/reporters';
 import { run } from './run.ts';
 
 const args = process.argv.slice(2);
 const cluster = args.includes('--cluster');
-const concurrency = args.find((a) => a.startsWith('--concurrency='))?.slice('--concurrency='.length);
+const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(`--${name}=`.length);
+const concurrency = option('concurrency');
 if (concurrency !== undefined && !/^[1-9]\d*$/.test(concurrency))
   throw new Error(`--concurrency takes a positive whole number, not "${concurrency}"`);
-const globs = args.filter((a) => a !== '--cluster' && !a.startsWith('--concurrency='));
+const slowest = option('slowest-first')?.split(',') ?? [];
+const globs = args.filter((a) => !a.startsWith('--'));
+
+// Under --cluster, this script runs again inside `regulon-testenv exec`, which
+// gives it the control plane's environment; that second run has INSIDE set.
+const INSIDE = 'REGULON_NODE_TEST_IN_CLUSTER';
+if (cluster && !process.env[INSIDE]) {
+  const code = await run('regulon-testenv', ['exec', '--', process.execPath, import.meta.filename, ...args], {
+    ...process.env,
+    [INSIDE]: '1',
+  });
+  process.exit(code);
+}
+
+const found = [...new Set((globs.length ? globs : ['src/**/*.test.ts']).flatMap((g) => globSync(g)))].sort();
+for (const f of slowest)
+  if (!found.includes(f)) throw new Error(`--slowest-first names ${f}, which is not among the test files`);
+const files = [...slowest, ...found.filter((f) => !slowest.includes(f))];
+
 const { name } = JSON.parse(readFileSync('package.json', 'utf8')) as { name: string };
 const results = process.env['REGULON_TEST_RESULTS'] ?? tmpdir();
-const nodeArgs = [
-  '--test',
-  '--test-timeout=600000',
-  ...(concurrency ? [`--test-concurrency=${concurrency}`] : []),
-  '--test-reporter=spec',
-  '--test-reporter-destination=stdout',
-  '--test-reporter=junit',
-  `--test-reporter-destination=${join(results, `${name.replace(/[@/]/g, '_')}.xml`)}`,
-  ...(globs.length ? globs : ['src/**/*.test.ts']),
-];
-const code = cluster
-  ? await run('regulon-testenv', ['exec', '--', process.execPath, ...nodeArgs])
-  : await run(process.execPath, nodeArgs);
-process.exit(code);
+const stream = runTests({
+  files,
+  timeout: 600_000,
+  ...(concurrency ? { concurrency: Number(concurrency) } : {}),
+});
+stream.on('test:fail', () => {
+  process.exitCode = 1;
+});
+// compose() types its result loosely: both are readable streams of the report's text.
+(stream.compose(new spec()) as Readable).pipe(process.stdout);
+(stream.compose(junit) as Readable).pipe(
+  createWriteStream(join(results, `${name.replace(/[@/]/g, '_')}.xml`)),
+);

@@ -16,10 +16,14 @@ export function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = proces
 export async function steps(list: Array<[string, string, string[]]>): Promise<void> {
   for (const [title, cmd, args] of list) {
     console.log(`\n=== ${title}: ${cmd} ${args.join(' ')}`);
+    const started = performance.now();
     const code = await run(cmd, args);
+    // Each step's time, for the test-time budget: CI's log then says where a run's minutes went.
+    const took = `${((performance.now() - started) / 1000).toFixed(0)} s`;
     if (code !== 0) {
-      console.error(`\n=== ${title} failed (exit ${code})`);
+      console.error(`\n=== ${title} failed (exit ${code}) after ${took}`);
       process.exit(code);
     }
+    console.log(`=== ${title}: done in ${took}`);
   }
 }
