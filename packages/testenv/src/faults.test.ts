@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readlinkSync } from 'node:fs';
 import { test } from 'node:test';
-import { cutPodOffFrom, faultsUnsupported } from './faults.ts';
+import { cutPodOffFrom, faultsUnsupported, hostAddressesIn, localAddresses } from './faults.ts';
 import { sh } from './host.ts';
 import { eventually } from './wait.ts';
 
@@ -36,6 +36,56 @@ test(
       cut.heal();
     } finally {
       sandbox.kill('SIGKILL');
+    }
+  },
+);
+
+test("a namespace's own addresses, from its fib_trie: the host LOCAL leaves, not the routes or broadcasts", () => {
+  const trie = [
+    'Main:',
+    '  +-- 0.0.0.0/0 3 0 5',
+    '     |-- 0.0.0.0',
+    '        /0 universe UNICAST',
+    '     +-- 10.245.0.0/24 2 0 2',
+    '        |-- 10.245.0.0',
+    '           /24 link UNICAST',
+    '        |-- 10.245.0.7',
+    '           /32 host LOCAL',
+    '        |-- 10.245.0.255',
+    '           /32 link BROADCAST',
+    'Local:',
+    '        |-- 10.245.0.7',
+    '           /32 host LOCAL',
+  ].join('\n');
+  assert.deepEqual(localAddresses(trie), ['10.245.0.7']);
+});
+
+test(
+  'every address a network namespace on this host holds within the subnets, whatever runs there',
+  { skip: faultsUnsupported() },
+  async () => {
+    // TEST-NET-3, on the loopback of a namespace of its own: nothing else here holds it.
+    const held = spawn(
+      'unshare',
+      ['--net', 'sh', '-c', 'ip link set lo up && ip addr add 203.0.113.9/32 dev lo && exec sleep 60'],
+      { stdio: 'ignore' },
+    );
+    try {
+      const found = await eventually('the address held', () => {
+        const all = hostAddressesIn(['203.0.113.0/24']);
+        return all.length > 0 && all;
+      });
+      assert.deepEqual(
+        found.map((a) => a.ip),
+        ['203.0.113.9'],
+      );
+      assert.equal(found[0]!.netns, readlinkSync(`/proc/${held.pid}/ns/net`));
+      assert.deepEqual(hostAddressesIn(['203.0.114.0/24']), [], 'outside the subnet');
+      held.kill('SIGKILL');
+      await once(held, 'exit');
+      assert.deepEqual(hostAddressesIn(['203.0.113.0/24']), [], 'gone with its namespace');
+    } finally {
+      held.kill('SIGKILL');
     }
   },
 );

@@ -6,6 +6,7 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { NETNS_DIR, sh } from './host.ts';
+import { NODE_NETWORK } from './node-config.ts';
 import { SECOND_NODE, secondRealNodeState } from './second-node.ts';
 
 export interface Partition {
@@ -104,6 +105,67 @@ export function podPids(podUid: string, matches: (argv: string[]) => boolean): n
     }
   }
   return found;
+}
+
+/** The real nodes' Pod subnets: where hostAddressesIn finds their containers' addresses. */
+export const REAL_NODE_POD_SUBNETS: readonly string[] = [
+  NODE_NETWORK.podSubnet,
+  SECOND_NODE.network.podSubnet,
+];
+
+/** An IPv4 address a network namespace on this host holds; `netns` names the namespace (its inode link). */
+export interface HostAddress {
+  ip: string;
+  netns: string;
+}
+
+/**
+ * Every IPv4 address within `subnets` (CIDRs) that a network namespace on this host holds: a
+ * container's address whatever the API server says of its Pod (an object deleted while its
+ * containers run on, a node the control plane counts lost). Each namespace is read through one of
+ * its processes' /proc/<pid>/net/fib_trie, which shows that process's namespace, so none is entered.
+ */
+export function hostAddressesIn(subnets: readonly string[]): HostAddress[] {
+  const ranges = subnets.map(parseCidr);
+  const within = (ip: string) => ranges.some(([base, mask]) => (ipv4(ip) & mask) >>> 0 === base);
+  const seen = new Set<string>();
+  const found: HostAddress[] = [];
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const netns = readlinkSync(`/proc/${pid}/ns/net`);
+      if (seen.has(netns)) continue;
+      seen.add(netns);
+      for (const ip of localAddresses(readFileSync(`/proc/${pid}/net/fib_trie`, 'utf8')))
+        if (within(ip)) found.push({ ip, netns });
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  return found;
+}
+
+/** The namespace's own addresses in a fib_trie listing: each "/32 host LOCAL" leaf names one. */
+export function localAddresses(fibTrie: string): string[] {
+  const addresses = new Set<string>();
+  let leaf: string | undefined;
+  for (const line of fibTrie.split('\n')) {
+    const at = /\|-- (\d+\.\d+\.\d+\.\d+)/.exec(line);
+    if (at) leaf = at[1];
+    else if (leaf && /\/32 host LOCAL/.test(line)) addresses.add(leaf);
+  }
+  return [...addresses];
+}
+
+const ipv4 = (ip: string): number => ip.split('.').reduce((n, octet) => n * 256 + Number(octet), 0);
+
+function parseCidr(cidr: string): [base: number, mask: number] {
+  const [ip, bits] = cidr.split('/');
+  const prefix = Number(bits ?? 32);
+  if (!ip || !/^\d+\.\d+\.\d+\.\d+$/.test(ip) || !(prefix >= 0 && prefix <= 32))
+    throw new Error(`not an IPv4 CIDR: ${cidr}`);
+  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+  return [(ipv4(ip) & mask) >>> 0, mask];
 }
 
 /**
@@ -205,6 +267,26 @@ export function faultsUnsupported(): string | undefined {
     return `partitions need iptables, which did not answer: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
   }
   return undefined;
+}
+
+/**
+ * Stops the second real node's kubelet alone (SIGSTOP), its network untouched: nothing on the node
+ * reports or acts for the control plane, and what runs there runs on. A Pod deleted with
+ * `--force` meanwhile leaves its containers running, the way they outlive their Pod on a node
+ * whose kubelet hangs. `resume()` lets it go on (idempotent); the node's teardown kills it either way.
+ */
+export function pauseSecondRealNodeKubelet(controlPlaneDir: string): { resume(): void } {
+  const kubelet = secondRealNodeState(controlPlaneDir)?.components['kubelet'];
+  if (!kubelet) throw new Error(`testenv: no second real node runs for ${controlPlaneDir}`);
+  process.kill(kubelet.pid, 'SIGSTOP');
+  let resumed = false;
+  return {
+    resume() {
+      if (resumed) return;
+      resumed = true;
+      process.kill(kubelet.pid, 'SIGCONT');
+    },
+  };
 }
 
 export interface NodeLoss {

@@ -14,7 +14,7 @@
 // are never printed: the writer Pod takes them from the Secret itself.
 import type { V1EnvVar, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Kinds, isNotFound, type KubeClient } from '@regulon/client';
-import { eventually } from '@regulon/testenv';
+import { REAL_NODE_POD_SUBNETS, eventually, hostAddressesIn, type HostAddress } from '@regulon/testenv';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 
@@ -531,6 +531,13 @@ export interface RoleSamplerOptions {
   engine?: WorkloadEngine;
   /** Default the engine's: 5432, 3306. */
   port?: number;
+  /**
+   * Where else to look for instances: every address a network namespace on this host holds within
+   * these subnets is asked too, once a second, beside the current Pods (default the real nodes'
+   * Pod subnets; [] for none). A container whose Pod object is gone, or that has a new one, may
+   * still serve: it counts if it answers to this Database's credentials.
+   */
+  hostSubnets?: readonly string[];
 }
 
 export interface RoleSampler {
@@ -713,6 +720,12 @@ function destroy(client: pg.Client): void {
   client.end().catch(() => {});
 }
 
+/** How often the sampler looks for instances beyond the current Pods (RoleSamplerOptions.hostSubnets). */
+const HOST_SCAN_INTERVAL_MS = 1_000;
+/** An answer that shows an address is not this Database's instance: wrong credentials, or no server. */
+const NOT_THIS_DATABASE =
+  /password authentication failed|no pg_hba\.conf entry|does not exist|Access denied|ECONNREFUSED|EHOSTUNREACH/i;
+
 /**
  * Samples every instance's role every `intervalMs` from the test process (the
  * host reaches Pod IPs directly), as the credentials Secret's user (postgres:
@@ -745,18 +758,32 @@ export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSa
           application_name: 'regulon-role-sampler',
         });
   const history: SampleRound[] = [];
+  // By address: a Pod's, while it has it, and any other this Database's credentials open.
   const probes = new Map<string, InstanceProbe>();
   let pods: InstancePod[] = await listInstancePods(client, namespace, db);
+  const subnets = opts.hostSubnets ?? REAL_NODE_POD_SUBNETS;
+  /** Which instance each address belonged to, for naming one that answers after its Pod moved on. */
+  const formerly = new Map<string, string>();
+  /** Addresses held on this host beyond the current Pods' (see RoleSamplerOptions.hostSubnets). */
+  let elsewhere: HostAddress[] = [];
+  /** Addresses (in their namespace) that turned out to be another server's, or none: not asked again. */
+  const foreign = new Set<string>();
   let stopped = false;
 
   // The Pod list refreshes on its own loop so a slow API call never delays a round.
   const listing = (async () => {
+    let scannedAt = 0;
     while (!stopped) {
       const started = Date.now();
       try {
         pods = await listInstancePods(client, namespace, db, AbortSignal.timeout(5_000));
+        for (const p of pods) if (p.ip) formerly.set(p.ip, p.name);
       } catch {
         // Keep the last list; the next pass tries again.
+      }
+      if (subnets.length && started - scannedAt >= HOST_SCAN_INTERVAL_MS) {
+        scannedAt = started;
+        elsewhere = hostAddressesIn(subnets).filter((a) => !foreign.has(`${a.netns} ${a.ip}`));
       }
       await pause(Math.max(0, started + interval - Date.now()));
     }
@@ -766,22 +793,43 @@ export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSa
     const atMs = Date.now();
     const deadline = atMs + interval - 20;
     const current = pods;
-    for (const [name, probe] of probes) {
-      const pod = current.find((p) => p.name === name);
-      // A recreated Pod has a new address: the old connection is to nothing.
-      if (!pod || pod.ip !== probe.ip) {
+    const podAt = new Map(current.flatMap((p) => (p.ip ? [[p.ip, p.name] as const] : [])));
+    const others = elsewhere.filter((a) => !podAt.has(a.ip) && !foreign.has(`${a.netns} ${a.ip}`));
+    const wanted = new Set([...podAt.keys(), ...others.map((a) => a.ip)]);
+    for (const [ip, probe] of probes) {
+      // An address no longer held, or now another instance's: the old connection is to nothing.
+      if (!wanted.has(ip) || (podAt.has(ip) && podAt.get(ip) !== probe.name)) {
         probe.close();
-        probes.delete(name);
+        probes.delete(ip);
       }
     }
+    const ask = (ip: string, name: string) => {
+      let probe = probes.get(ip);
+      if (!probe) probes.set(ip, (probe = new InstanceProbe(ip, name, open)));
+      return probe.sample(deadline);
+    };
     const instances = await Promise.all(
       current.map(async (pod): Promise<InstanceSample> => {
         if (!pod.ip) return { name: pod.name, ip: undefined, role: 'unreachable', reason: 'no Pod IP' };
-        let probe = probes.get(pod.name);
-        if (!probe) probes.set(pod.name, (probe = new InstanceProbe(pod.ip, pod.name, open)));
-        return { name: pod.name, ip: pod.ip, ...(await probe.sample(deadline)) };
+        return { name: pod.name, ip: pod.ip, ...(await ask(pod.ip, pod.name)) };
       }),
     );
+    // What answers at an address no current Pod has is an instance all the same: a container
+    // that outlived its Pod object. One that refuses this Database's credentials is another's.
+    const outliving = await Promise.all(
+      others.map(async (a): Promise<InstanceSample | undefined> => {
+        const name = `${formerly.get(a.ip) ?? 'unknown'} (no current Pod at ${a.ip})`;
+        const answer = await ask(a.ip, name);
+        if (answer.role === 'unreachable' && NOT_THIS_DATABASE.test(answer.reason ?? '')) {
+          foreign.add(`${a.netns} ${a.ip}`);
+          probes.get(a.ip)?.close();
+          probes.delete(a.ip);
+          return undefined;
+        }
+        return answer.role === 'unreachable' ? undefined : { name, ip: a.ip, ...answer };
+      }),
+    );
+    instances.push(...outliving.filter((i) => i !== undefined));
     return {
       atMs,
       tookMs: Date.now() - atMs,
