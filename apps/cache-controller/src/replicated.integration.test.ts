@@ -643,6 +643,77 @@ done`,
         kept += Number(await ask(ip, ['EXISTS', ...held.slice(i, i + 500)], ledgerPassword));
       assert.equal(held.length - kept, 0, `keys the replica held before the crash, missing on ${name}`);
     }
+  });
+
+  test('persistence, every replica down: a primary whose server dies comes back writable in place from its append-only file, nothing fails over, no acknowledged key lost, and the replica follows it again', async (t) => {
+    // The ledger of the scenario before: its primary and one replica, both holding the keys.
+    const LEDGER = 'ledger';
+    const ledger = () => caches().get(LEDGER, { namespace: ns });
+    const before = await ledger();
+    const secret = await client.resource(Kinds.Secret).get(`${LEDGER}-credentials`, { namespace: ns });
+    const ledgerPassword = Buffer.from(secret.data!['password']!, 'base64').toString('utf8');
+    const primary = before.status!.currentPrimary!;
+    const replica = before.status!.instances!.find((i) => i.name !== primary)!.name;
+    const [primaryPod, replicaPod] = await Promise.all([
+      pods().get(primary, { namespace: ns }),
+      pods().get(replica, { namespace: ns }),
+    ]);
+    const primaryIp = primaryPod.status!.podIP!;
+    // Acknowledged by the primary while its replica linked (min-replicas-to-write): the file holds
+    // each before its reply is sent, and a killed process loses nothing the file was given.
+    const acked: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      await ask(primaryIp, ['SET', `after-failover-${i}`, String(i)], ledgerPassword);
+      acked.push(`after-failover-${i}`);
+    }
+    // The replica hung: it answers nobody, the start script's question included.
+    const replicaServer = podPids(replicaPod.metadata!.uid!, (argv) => /redis-server/.test(argv[0] ?? ''));
+    assert.ok(replicaServer.length > 0, `${replica}'s redis-server`);
+    for (const pid of replicaServer) process.kill(pid, 'SIGSTOP');
+    try {
+      const [server] = podPids(primaryPod.metadata!.uid!, (argv) => /redis-server/.test(argv[0] ?? ''));
+      assert.ok(server, `${primary}'s redis-server`);
+      process.kill(server, 'SIGKILL');
+      const crashedAt = Date.now();
+      const back = await eventually(
+        `${primary} writable again in its own Pod`,
+        async () => {
+          const p = await pods().get(primary, { namespace: ns });
+          return (
+            p.metadata?.uid === primaryPod.metadata?.uid &&
+            (await roleOf(p.status!.podIP!, ledgerPassword).catch(() => '')) === 'master' &&
+            p
+          );
+        },
+        120_000,
+        250,
+      );
+      t.diagnostic(
+        `${primary} master again in place ${((Date.now() - crashedAt) / 1000).toFixed(1)} s after the crash`,
+      );
+      const kept = Number(await ask(back.status!.podIP!, ['EXISTS', ...acked], ledgerPassword));
+      assert.equal(acked.length - kept, 0, `acknowledged keys missing on ${primary} after its restart`);
+    } finally {
+      for (const pid of replicaServer) process.kill(pid, 'SIGCONT');
+    }
+    const after = await eventually(
+      `${replica} linked to ${primary} again`,
+      async () => {
+        const c = await ledger();
+        return (
+          c.status?.observedGeneration === c.metadata.generation &&
+          cond(c, 'Ready')?.status === 'True' &&
+          c.status?.instances?.find((i) => i.name === replica)?.state === 'Linked' &&
+          c
+        );
+      },
+      120_000,
+      250,
+    );
+    assert.equal(after.status?.currentPrimary, primary, 'nothing failed over: the replica was hung');
+    const replicaIp = (await pods().get(replica, { namespace: ns })).status!.podIP!;
+    const onReplica = Number(await ask(replicaIp, ['EXISTS', ...acked], ledgerPassword));
+    assert.equal(acked.length - onReplica, 0, `acknowledged keys missing on ${replica}`);
     await caches().delete(LEDGER, { namespace: ns });
   });
 });
