@@ -31,7 +31,7 @@ import { renderConfig } from './config.ts';
 import { engineOf } from './engines/index.ts';
 import type { Topology } from './replication/plan.ts';
 import { topologyData, topologyFromData } from '@regulon/conventions';
-import { childNames, labels, ROLE_LABEL, selector } from './names.ts';
+import { childNames, labels, MAX_REPLICAS, ROLE_LABEL, selector } from './names.ts';
 import { ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
 
 const CONFIG_HASH_ANNOTATION = 'regulon.dev/config-hash';
@@ -150,7 +150,11 @@ export function desiredAgentRole(db: DatabaseObject, agentImage?: string): V1Rol
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
     metadata: { name: n.agentRole, labels: labels(db) },
-    rules: agentRules(n.primaryLease),
+    // Every ordinal a Database may have: each agent reads its own Pod, whatever the scale.
+    rules: agentRules(
+      n.primaryLease,
+      Array.from({ length: MAX_REPLICAS }, (_, i) => `${db.metadata.name}-${i}`),
+    ),
   };
 }
 

@@ -33,24 +33,33 @@ test('postgres under the agent: an init container copies it from the image, and 
   const [node, bundle, ...args] = container.command!;
   assert.match(node!, /\/node$/);
   assert.match(bundle!, /\/agent\.mjs$/);
-  // The kubelet's expansion of $(POD_NAMESPACE) and $(POD_NAME), both from the container's variables.
+  // The kubelet's expansion of $(POD_NAMESPACE), $(POD_NAME) and $(POD_UID), from the container's variables.
   const names = new Set(container.env!.map((v) => v.name));
-  assert.ok(names.has('POD_NAME') && names.has('POD_NAMESPACE'));
+  assert.ok(names.has('POD_NAME') && names.has('POD_NAMESPACE') && names.has('POD_UID'));
+  assert.equal(
+    container.env!.find((v) => v.name === 'POD_UID')?.valueFrom?.fieldRef?.fieldPath,
+    'metadata.uid',
+  );
   const config = parseAgentArgs(
     args.map((a) =>
-      a.replace('$(POD_NAMESPACE)', 'apps').replace('$(POD_NAME)', 'shop-1').replaceAll('$$', '$'),
+      a
+        .replace('$(POD_NAMESPACE)', 'apps')
+        .replace('$(POD_NAME)', 'shop-1')
+        .replace('$(POD_UID)', 'uid-1')
+        .replaceAll('$$', '$'),
     ),
     {},
   );
   assert.equal(config.lease, 'shop-primary');
   assert.equal(config.identity, 'shop-1');
+  assert.equal(config.podUid, 'uid-1', 'it checks that its Pod is still its own');
   assert.match(config.roleCommand, /pg_is_in_recovery/);
   assert.deepEqual(config.engine.slice(0, 1), ['bash']);
   assert.ok(
     container.volumeMounts!.some((m) => m.mountPath === '/regulon-agent' && m.readOnly),
     'the engine container reads the agent from the volume the init container filled',
   );
-  // Its token, and a Role that reads and renews its own Lease only.
+  // Its token, and a Role that reads and renews its own Lease only, and reads the instances' Pods by name.
   assert.equal(spec.automountServiceAccountToken, true);
   assert.equal(account.automountServiceAccountToken, true);
   assert.deepEqual(role?.rules, [
@@ -59,6 +68,12 @@ test('postgres under the agent: an init container copies it from the image, and 
       resources: ['leases'],
       resourceNames: ['shop-primary'],
       verbs: ['get', 'update'],
+    },
+    {
+      apiGroups: [''],
+      resources: ['pods'],
+      resourceNames: ['shop-0', 'shop-1', 'shop-2', 'shop-3', 'shop-4'],
+      verbs: ['get'],
     },
   ]);
   assert.deepEqual(binding?.subjects, [{ kind: 'ServiceAccount', name: 'shop', namespace: 'apps' }]);

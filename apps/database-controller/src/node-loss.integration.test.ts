@@ -20,6 +20,7 @@ import {
   loadImagesIntoRealNode,
   localImageCatalog,
   loseSecondRealNode,
+  pauseSecondRealNodeKubelet,
   realNodeNamespaceAnnotations,
   SECOND_NODE,
   secondRealNodeNamespaceAnnotations,
@@ -124,6 +125,36 @@ describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 *
       .join('; ');
   };
 
+  /**
+   * Moves instance `name` to the second node, its Pod recreated while the namespace sends new Pods
+   * there (the volume is a directory on this host, which both nodes mount), and makes it the
+   * primary by a switchover. `newPodsThere`: whether later Pods go there too.
+   */
+  const primaryOnSecondNode = async (name: string, o: { newPodsThere: boolean }) => {
+    await setNamespaceAnnotations(secondRealNodeNamespaceAnnotations());
+    const oldUid = (await pods().get(name, { namespace: ns })).metadata!.uid!;
+    await pods().delete(name, { namespace: ns });
+    await eventually(
+      `${name} recreated on ${SECOND_NODE.name}`,
+      async () => {
+        const p = await pods()
+          .get(name, { namespace: ns })
+          .catch(() => undefined);
+        return p && p.metadata!.uid !== oldUid && p.spec?.nodeName ? p : undefined;
+      },
+      120_000,
+    );
+    assert.equal(await nodeOf(name), SECOND_NODE.name);
+    if (!o.newPodsThere) await setNamespaceAnnotations(realNodeNamespaceAnnotations());
+    await until(`${name} streaming again`, healthy, 180_000);
+    await dbs().patch(
+      NAME,
+      { metadata: { annotations: { [SWITCHOVER_ANNOTATION]: name } } },
+      { type: 'merge', namespace: ns },
+    );
+    return until(`${name} the primary`, (db) => healthy(db) && db.status?.currentPrimary === name, 180_000);
+  };
+
   test('the node of the synchronous primary lost: a standby takes over within 30 s, the old primary fenced first, nothing acknowledged lost; it rejoins once the node is back', async (t) => {
     await dbs().create(
       Database.object({
@@ -144,36 +175,10 @@ describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 *
     writer = await startWriter({ client, namespace: ns, db: NAME, engine: 'postgres', maxPerSecond: 10 });
     await writer.waitForAcks(100, 120_000);
 
-    // One instance moves to the second node: its Pod is recreated while the namespace sends new
-    // Pods there (the volume is a directory on this host, which both nodes mount), then becomes
-    // the primary by a switchover. The standbys stay on the first node.
-    await setNamespaceAnnotations(secondRealNodeNamespaceAnnotations());
+    // One instance moves to the second node, then becomes the primary by a switchover. The
+    // standbys stay on the first node.
     const moved = pod(2);
-    const oldUid = (await pods().get(moved, { namespace: ns })).metadata!.uid!;
-    await pods().delete(moved, { namespace: ns });
-    await eventually(
-      `${moved} recreated on ${SECOND_NODE.name}`,
-      async () => {
-        const p = await pods()
-          .get(moved, { namespace: ns })
-          .catch(() => undefined);
-        return p && p.metadata!.uid !== oldUid && p.spec?.nodeName ? p : undefined;
-      },
-      120_000,
-    );
-    assert.equal(await nodeOf(moved), SECOND_NODE.name);
-    await setNamespaceAnnotations(realNodeNamespaceAnnotations());
-    await until(`${moved} streaming again`, healthy, 180_000);
-    await dbs().patch(
-      NAME,
-      { metadata: { annotations: { [SWITCHOVER_ANNOTATION]: moved } } },
-      { type: 'merge', namespace: ns },
-    );
-    const placed = await until(
-      `${moved} the primary`,
-      (db) => healthy(db) && db.status?.currentPrimary === moved,
-      180_000,
-    );
+    const placed = await primaryOnSecondNode(moved, { newPodsThere: false });
     for (const i of placed.status!.instances!.filter((x) => x.name !== moved))
       assert.equal(await nodeOf(i.name), 'real-node-0', `${i.name} stays on the first node`);
     await eventually('the primary Lease names the primary', async () => {
@@ -272,6 +277,84 @@ describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 *
       );
     } finally {
       clearInterval(watching);
+      await sampler.stop();
+    }
+  });
+
+  test('a container that outlives its Pod (the primary force-deleted while its kubelet hangs): its agent fences its engine, a standby takes over once the Lease expires, never two writable, nothing acknowledged lost', async (t) => {
+    // The primary on the second node again. The Pod made in the deleted one's place goes there
+    // too, where nothing starts it while the kubelet hangs: two servers never share the volume.
+    const zombie = pod(2);
+    await primaryOnSecondNode(zombie, { newPodsThere: true });
+    const zombieUid = (await pods().get(zombie, { namespace: ns })).metadata!.uid!;
+    // The sampler asks every address a namespace on this host holds in the nodes' Pod subnets:
+    // the zombie's too, once no Pod object has it.
+    const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine: 'postgres' });
+    let resume: (() => void) | undefined;
+    try {
+      await sampler.waitForRound('the primary writable', (r) => r.writable.join() === zombie, 30_000);
+      await writer!.waitForAcks((await writer!.acked()).length + 50, 60_000);
+      const postmaster = await eventually('the primary postmaster', () =>
+        Promise.resolve(serverPid(zombieUid, isPostmaster)),
+      );
+      const paused = pauseSecondRealNodeKubelet(env.controlPlane.state.dir);
+      resume = () => paused.resume();
+      const deletedAt = Date.now();
+      await pods().delete(zombie, { namespace: ns, gracePeriodSeconds: 0 });
+      const fencedAt = await eventually(
+        "the zombie's engine fenced by its agent",
+        () => {
+          try {
+            process.kill(postmaster, 0);
+            return undefined;
+          } catch {
+            return Date.now();
+          }
+        },
+        30_000,
+        100,
+      );
+      const takenOver = await sampler.waitForRound(
+        'a standby on the first node accepts writes',
+        (r) => r.writable.some((w) => !w.startsWith(zombie)),
+        120_000,
+      );
+      const newPrimary = takenOver.writable.find((w) => !w.startsWith(zombie))!;
+      await writer!.waitForAckAfter(takenOver.atMs, 60_000);
+      assert.ok(
+        fencedAt < takenOver.atMs,
+        `the zombie's server ended (+${fencedAt - deletedAt} ms) before ${newPrimary} accepted writes (+${takenOver.atMs - deletedAt} ms)`,
+      );
+      const before = sampler.rounds().filter((r) => r.atMs < fencedAt && r.atMs > deletedAt);
+      const zombieSeen = before.some((r) =>
+        r.instances.some((i) => i.name.startsWith(`${zombie} (no current Pod`)),
+      );
+      t.diagnostic(
+        `zombie: fenced by its agent +${((fencedAt - deletedAt) / 1000).toFixed(1)} s after its Pod was force-deleted, ${newPrimary} writable +${((takenOver.atMs - deletedAt) / 1000).toFixed(1)} s; ` +
+          `the sampler ${zombieSeen ? 'asked the zombie at its address meanwhile' : 'did not reach the zombie before its fence'}`,
+      );
+      if (takenOver.atMs - deletedAt > 40_000) t.diagnostic(`zombie: ${await timeline(deletedAt)}`);
+
+      // The kubelet back: it stops what remains of the deleted Pod and starts the one made in its
+      // place, which rejoins as a standby.
+      resume();
+      resume = undefined;
+      await setNamespaceAnnotations(realNodeNamespaceAnnotations());
+      await until('all three replicating again', healthy, 300_000);
+      const summary = await sampler.stop();
+      assert.equal(
+        summary.maxWritableAtOnce,
+        1,
+        `never two writable, but: ${describeSplitBrain(summary, deletedAt)}`,
+      );
+      await writer!.waitForAcks((await writer!.acked()).length + 50, 60_000);
+      const acked = await writer!.acked();
+      await eventually('every acknowledged write on every instance', async () => {
+        const rows = await readReplicaRows({ client, namespace: ns, db: NAME, engine: 'postgres' });
+        return rows.length === 3 && rows.every((r) => r.ids && lostWrites(acked, r.ids).length === 0);
+      });
+    } finally {
+      resume?.();
       await sampler.stop();
     }
   });

@@ -79,7 +79,10 @@ export const DATABASE_BACKUP_RBAC: readonly V1PolicyRule[] = [
  *   their one primary Lease (RBAC lets the manager grant only what it holds);
  * - leases: the primary Lease, created without a holder, read each reconcile
  *   (not cached: its renewals every 2 s would be events for nothing), and
- *   rewritten to name each promoted instance.
+ *   rewritten to name each promoted instance;
+ * - pods get: granted on to the agents, each of which reads its own Pod
+ *   (RBAC again: the manager itself lists and watches Pods, but a Role that
+ *   grants `get` needs the manager to hold `get`).
  */
 export const INSTANCE_AGENT_RBAC: readonly V1PolicyRule[] = [
   {
@@ -88,4 +91,5 @@ export const INSTANCE_AGENT_RBAC: readonly V1PolicyRule[] = [
     verbs: ['list', 'watch', 'create', 'patch', 'delete'],
   },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
 ];

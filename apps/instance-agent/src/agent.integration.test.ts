@@ -11,6 +11,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { V1Pod } from '@kubernetes/client-node';
 import { Kinds, KubeClient, retyped } from '@regulon/client';
 import { LeaderElector, type Lease } from '@regulon/runtime';
 import { cutOffFromApiServer, eventually, faultsUnsupported, start, type TestEnv } from '@regulon/testenv';
@@ -80,6 +81,7 @@ describe('instance agent and the primary Lease', { skip: unsupported }, () => {
     identity: string,
     role: 'primary' | 'replica',
     quorum?: string,
+    podUid?: string,
   ): Agent {
     const dir = mkdtempSync(join(tmpdir(), 'regulon-agent-'));
     // The agent and its engine run in another group: they write here.
@@ -96,6 +98,7 @@ describe('instance agent and the primary Lease', { skip: unsupported }, () => {
         ...['--lease-duration-ms', String(TIMINGS.lease), '--renew-deadline-ms', String(TIMINGS.renew)],
         ...['--retry-period-ms', String(TIMINGS.retry), '--acquire-grace-ms', '3000'],
         ...(quorum !== undefined ? ['--quorum-command', `cat ${join(dir, 'quorum')}`] : []),
+        ...(podUid !== undefined ? ['--pod-uid', podUid] : []),
         '--',
         process.execPath,
         ENGINE,
@@ -220,6 +223,45 @@ describe('instance agent and the primary Lease', { skip: unsupported }, () => {
     assert.equal(await agent.exited, FENCED_EXIT_CODE);
     assert.ok(agent.logs.some((l) => l.includes('the primary Lease is held by orders-1')));
     assert.equal(await holder(namespace), 'orders-1');
+  });
+
+  test('a container that outlived its Pod fences its engine: the object force-deleted, or another Pod in its place', async () => {
+    const namespace = await env.newNamespace('agent-outlived');
+    const pods = client.resource<V1Pod>(Kinds.Pod);
+    // Bound to a node that does not exist: the object stays as made, and nothing runs it.
+    const makePod = () =>
+      pods.create({
+        metadata: { name: 'orders-0', namespace },
+        spec: { nodeName: 'nowhere', containers: [{ name: 'engine', image: 'regulon.local/none' }] },
+      });
+    const own = await makePod();
+    const agent = startAgent(namespace, 'orders-0', 'primary', undefined, own.metadata!.uid);
+    await eventually('the agent to hold the Lease', async () => (await holder(namespace)) === 'orders-0');
+    const pid = await agent.enginePid();
+    assert.ok(alive(pid), 'its own Pod: the engine serves');
+    const deletedAt = Date.now();
+    await pods.delete('orders-0', { namespace, gracePeriodSeconds: 0 });
+    await eventually('the engine to be fenced', () => !alive(pid), 10_000, 20);
+    const fencedMs = Date.now() - deletedAt;
+    // It reads its Pod every half renew deadline.
+    assert.ok(fencedMs < TIMINGS.renew, `fenced by its next Pod read, after ${fencedMs} ms`);
+    assert.equal(await agent.exited, FENCED_EXIT_CODE);
+    assert.ok(
+      agent.logs.some((l) => l.includes('is gone: this container outlived its Pod')),
+      agent.logs.join('\n'),
+    );
+    assert.equal(await holder(namespace), 'orders-0', 'not released: it expires, after the fence');
+
+    // Its name now belongs to another Pod, with another uid.
+    const successor = await makePod();
+    const stale = startAgent(namespace, 'orders-0', 'replica', undefined, own.metadata!.uid);
+    const stalePid = await stale.enginePid();
+    await eventually('the stale engine to be fenced', () => !alive(stalePid), 10_000, 20);
+    assert.equal(await stale.exited, FENCED_EXIT_CODE);
+    assert.ok(
+      stale.logs.some((l) => l.includes(`is another one now (uid ${successor.metadata!.uid!}`)),
+      stale.logs.join('\n'),
+    );
   });
 
   test('releases the Lease when its engine stops accepting writes, and leaves the engine running', async () => {

@@ -3,9 +3,10 @@
 // after) that keeps two writable instances from ever overlapping.
 import { execFile } from 'node:child_process';
 import { constants } from 'node:os';
-import type { KubeClient } from '@regulon/client';
+import type { V1Pod } from '@kubernetes/client-node';
+import { isNotFound, Kinds, type KubeClient } from '@regulon/client';
 import { LeaderElector } from '@regulon/runtime';
-import { realClock, type Logger } from '@regulon/util';
+import { realClock, sleep, type Logger } from '@regulon/util';
 import type { AgentConfig } from './config.ts';
 import { PrimaryGuard, type Quorum } from './primary-guard.ts';
 import { EngineProcess, type EngineExit } from './supervisor.ts';
@@ -84,6 +85,7 @@ export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): 
       }),
   });
   const guarding = guard.run();
+  const watchingPod = config.podUid ? watchOwnPod(config, config.podUid, client, guard, log) : undefined;
 
   const done = (async (): Promise<number> => {
     const exit: EngineExit = await engine.exited;
@@ -93,6 +95,7 @@ export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): 
     engine.killRemaining();
     await guard.stop();
     await guarding;
+    watchingPod?.abort();
     const reason = guard.fencedBecause;
     if (reason !== undefined) {
       log.error({ reason, exit }, 'engine fenced; exiting so that the container restarts');
@@ -108,6 +111,44 @@ export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): 
     engine,
     guard,
   };
+}
+
+/**
+ * Reads this instance's Pod by name every half renew deadline (a read from etcd, not a cache that
+ * could lag its creation), and fences the engine once the object is
+ * gone (404) or is another Pod (another uid): the containers of a deleted Pod are stopped before
+ * its object goes, so a running agent sees that only when it outlived its Pod, a forced delete on
+ * a node whose kubelet did not stop it. Its name, and the manager's trust in it, belong to the
+ * Pod made in its place. Any other answer (an outage, a 403) proves nothing and changes nothing.
+ */
+function watchOwnPod(
+  config: AgentConfig,
+  uid: string,
+  client: KubeClient,
+  guard: PrimaryGuard,
+  log: Logger,
+): AbortController {
+  const stop = new AbortController();
+  const pods = client.resource<V1Pod>(Kinds.Pod);
+  void (async () => {
+    while (!stop.signal.aborted) {
+      try {
+        const pod = await pods.get(config.identity, { namespace: config.namespace, signal: stop.signal });
+        if (pod.metadata?.uid && pod.metadata.uid !== uid)
+          guard.fenceFor(
+            `its Pod ${config.identity} is another one now (uid ${pod.metadata.uid}, not ${uid}): this container outlived its Pod`,
+          );
+      } catch (err) {
+        if (isNotFound(err))
+          guard.fenceFor(`its Pod ${config.identity} (uid ${uid}) is gone: this container outlived its Pod`);
+        else if (!stop.signal.aborted) log.debug({ err }, 'reading its own Pod failed; trying again');
+      }
+      // Liveness only: while its agent renews the Lease, nothing else is promoted. Once fenced, it
+      // renews no more and the Lease expires, so a slower read costs failover time, not safety.
+      await sleep(realClock, config.renewDeadlineMs / 2, stop.signal).catch(() => undefined);
+    }
+  })();
+  return stop;
 }
 
 function signalNumber(signal: NodeJS.Signals | null): number {

@@ -31,6 +31,12 @@ describe('parseAgentArgs', () => {
     assert.equal(c.renewDeadlineMs, 4000);
   });
 
+  test("its Pod's uid from --pod-uid or POD_UID; without either its Pod is not checked", () => {
+    assert.equal(parseAgentArgs([...base, '--pod-uid', 'u-1', '--', 'e'], { POD_NAME: 'p' }).podUid, 'u-1');
+    assert.equal(parseAgentArgs([...base, '--', 'e'], { POD_NAME: 'p', POD_UID: 'u-2' }).podUid, 'u-2');
+    assert.equal(parseAgentArgs([...base, '--', 'e'], { POD_NAME: 'p' }).podUid, undefined);
+  });
+
   test('says what is missing or wrong, in one line', () => {
     assert.throws(() => parseAgentArgs(base, { POD_NAME: 'p' }), /no engine command after "--"/);
     assert.throws(

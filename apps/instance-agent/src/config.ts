@@ -9,6 +9,12 @@ export interface AgentConfig {
   lease: string;
   /** This instance's name in the Lease: its Pod name. */
   identity: string;
+  /**
+   * Its Pod's uid (the Downward API's metadata.uid): the agent reads its Pod by name and fences its
+   * engine once the object is gone or has another uid, which only happens to a container that
+   * outlived its Pod (a forced delete on a node whose kubelet did not stop it). Undefined: not checked.
+   */
+  podUid: string | undefined;
   /** A shell command that prints `primary` when the engine accepts writes, `replica` when it does not. */
   roleCommand: string;
   /**
@@ -42,7 +48,7 @@ export const DEFAULT_TIMINGS = {
 
 export const USAGE =
   'usage: regulon-instance-agent --namespace NS --lease NAME [--identity POD] --role-command CMD [--quorum-command CMD] ' +
-  '[--lease-duration-ms N --renew-deadline-ms N --retry-period-ms N --role-interval-ms N --acquire-grace-ms N] ' +
+  '[--pod-uid UID] [--lease-duration-ms N --renew-deadline-ms N --retry-period-ms N --role-interval-ms N --acquire-grace-ms N] ' +
   '-- ENGINE [ARGS...]';
 
 export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
@@ -54,6 +60,7 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       namespace: { type: 'string' },
       lease: { type: 'string' },
       identity: { type: 'string' },
+      'pod-uid': { type: 'string' },
       'role-command': { type: 'string' },
       'quorum-command': { type: 'string' },
       'lease-duration-ms': { type: 'string' },
@@ -82,6 +89,7 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     namespace: required('namespace', values.namespace),
     lease: required('lease', values.lease),
     identity: required('identity (or the POD_NAME environment variable)', values.identity ?? env['POD_NAME']),
+    podUid: values['pod-uid'] || env['POD_UID'] || undefined,
     roleCommand: required('role-command', values['role-command']),
     quorumCommand: values['quorum-command'],
     engine: positionals,

@@ -19,10 +19,13 @@ test('the command the Pod runs is the agent with its Lease, identity and role co
     engine: ['bash', '/etc/regulon/start.sh'],
   });
   assert.deepEqual(argv.slice(0, 2), [`${AGENT_MOUNT}/node`, `${AGENT_MOUNT}/agent.mjs`]);
-  const expanded = argv.slice(2).map((a) => expand(a, { POD_NAMESPACE: 'shop', POD_NAME: 'shop-db-1' }));
+  const expanded = argv
+    .slice(2)
+    .map((a) => expand(a, { POD_NAMESPACE: 'shop', POD_NAME: 'shop-db-1', POD_UID: 'uid-1' }));
   const config = parseAgentArgs(expanded, {});
   assert.equal(config.namespace, 'shop');
   assert.equal(config.identity, 'shop-db-1');
+  assert.equal(config.podUid, 'uid-1');
   assert.equal(config.lease, 'shop-db-primary');
   assert.equal(config.roleCommand, roleCommand, "a shell's $( reaches the shell as written");
   assert.equal(config.quorumCommand, 'echo 2 3');

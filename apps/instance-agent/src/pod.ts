@@ -38,7 +38,10 @@ export function agentInstallContainer(
 
 /** The engine container's variables the agent's command line refers to (POD_NAME is the caller's). */
 export function agentEnv(): V1EnvVar[] {
-  return [{ name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } }];
+  return [
+    { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    { name: 'POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
+  ];
 }
 
 export interface AgentCommandOptions {
@@ -69,6 +72,8 @@ export function agentCommand(o: AgentCommandOptions): string[] {
     o.lease,
     '--identity',
     '$(POD_NAME)',
+    '--pod-uid',
+    '$(POD_UID)',
     '--role-command',
     literal(o.roleCommand),
     ...(o.quorumCommand ? ['--quorum-command', literal(o.quorumCommand)] : []),
@@ -80,9 +85,10 @@ export function agentCommand(o: AgentCommandOptions): string[] {
 /**
  * What the agent may do, for the Role bound to its Pods' service account:
  * read and renew its own Lease, which the manager creates (RBAC cannot limit
- * `create` to a name).
+ * `create` to a name), and read the instances' Pods by name (`pods`), each
+ * agent its own (see AgentConfig.podUid).
  */
-export function agentRules(lease: string): V1PolicyRule[] {
+export function agentRules(lease: string, pods: readonly string[]): V1PolicyRule[] {
   return [
     {
       apiGroups: ['coordination.k8s.io'],
@@ -90,5 +96,8 @@ export function agentRules(lease: string): V1PolicyRule[] {
       resourceNames: [lease],
       verbs: ['get', 'update'],
     },
+    ...(pods.length
+      ? [{ apiGroups: [''], resources: ['pods'], resourceNames: [...pods], verbs: ['get'] }]
+      : []),
   ];
 }

@@ -124,6 +124,11 @@ export class PrimaryGuard {
     return this.#state.kind === 'fenced' ? this.#state.reason : undefined;
   }
 
+  /** Fences the engine for a reason found outside the Lease (see AgentConfig.podUid); once. */
+  fenceFor(reason: string): void {
+    this.#fence(reason);
+  }
+
   /** True while this instance holds the Lease by its latest renewal. */
   get holdsLease(): boolean {
     return this.#state.kind === 'leading';
