@@ -305,9 +305,7 @@ export interface NodeLoss {
  * `REGULON-NODE1-` chains).
  */
 export function loseSecondRealNode(controlPlaneDir: string): NodeLoss {
-  const state = secondRealNodeState(controlPlaneDir);
-  const kubelet = state?.components['kubelet'];
-  if (!kubelet) throw new Error(`testenv: no second real node runs for ${controlPlaneDir}`);
+  const kubelet = pauseSecondRealNodeKubelet(controlPlaneDir);
   const { hostLink, chainPrefix } = SECOND_NODE;
   const chain = `${chainPrefix}LOSS`;
   const jumps = [
@@ -317,10 +315,14 @@ export function loseSecondRealNode(controlPlaneDir: string): NodeLoss {
     ['OUTPUT', '-o', hostLink],
   ];
   const ipt = (...args: string[]) => sh('iptables', ['-w', ...args]);
-  ipt('-N', chain);
-  ipt('-A', chain, '-j', 'DROP');
-  for (const [builtin, ...match] of jumps) ipt('-I', builtin!, '1', ...match, '-j', chain);
-  process.kill(kubelet.pid, 'SIGSTOP');
+  try {
+    ipt('-N', chain);
+    ipt('-A', chain, '-j', 'DROP');
+    for (const [builtin, ...match] of jumps) ipt('-I', builtin!, '1', ...match, '-j', chain);
+  } catch (err) {
+    kubelet.resume();
+    throw err;
+  }
   let healed = false;
   return {
     heal() {
@@ -329,7 +331,7 @@ export function loseSecondRealNode(controlPlaneDir: string): NodeLoss {
       for (const [builtin, ...match] of jumps) ipt('-D', builtin!, ...match, '-j', chain);
       ipt('-F', chain);
       ipt('-X', chain);
-      process.kill(kubelet.pid, 'SIGCONT');
+      kubelet.resume();
     },
   };
 }
