@@ -209,8 +209,16 @@ describe('cache against a real API server', () => {
     ac.abort();
   });
 
-  test('the API server is killed and restarted mid-watch while objects change: the cache converges to exactly the server state', async () => {
-    const ns = await env.newNamespace('cache-restart');
+  test('the API server is killed and restarted mid-watch while objects change: the cache converges to exactly the server state', async (t) => {
+    // A control plane of its own: the run's shared one serves other projects' tests at the same
+    // time, whose managers and instance agents must not lose their API server to this test.
+    const own = await start({ own: true });
+    const client = KubeClient.fromKubeConfig(own.kubeConfig, { qps: 500, burst: 500 });
+    t.after(async () => {
+      client.close();
+      await own.stop();
+    });
+    const ns = await own.newNamespace('cache-restart');
     const cms = client.resource<V1ConfigMap>(Kinds.ConfigMap);
     for (let i = 0; i < 10; i++) await cms.create(configMap(ns, `cm-${i}`, {}, { v: '0' }));
     const factory = new SharedInformerFactory(client, {
@@ -239,13 +247,13 @@ describe('cache against a real API server', () => {
       }
     })();
     await eventually('some writes before the crash', () => writes >= 20);
-    await env.controlPlane.stopAPIServer('SIGKILL');
+    await own.controlPlane.stopAPIServer('SIGKILL');
     await eventually(
       'the informer notices',
       () => informer.health().consecutiveFailures > 0 || !informer.health().watching,
       30_000,
     );
-    await env.controlPlane.startAPIServer();
+    await own.controlPlane.startAPIServer();
     const before = writes;
     await eventually('writes after the restart', () => writes >= before + 20, 60_000);
     writer.abort();

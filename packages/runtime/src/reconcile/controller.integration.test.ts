@@ -66,12 +66,18 @@ describe('Manager and controller', () => {
       ctx: ReconcileContext,
       mgr: Manager,
     ) => Promise<{ requeueAfter?: number } | void>,
-    opts: { maxConcurrentReconciles?: number; forType?: ResourceType; manager?: ManagerOptions } = {},
+    opts: {
+      maxConcurrentReconciles?: number;
+      forType?: ResourceType;
+      manager?: ManagerOptions;
+      /** The control plane, when not the run's shared one. */
+      env?: TestEnv;
+    } = {},
   ): Promise<Harness> {
     const registry = new Registry();
     const logs = new LogCapture();
     const mgr = new Manager({
-      client: KubeClient.fromKubeConfig(env.kubeConfig, { registry, qps: 500, burst: 500 }),
+      client: KubeClient.fromKubeConfig((opts.env ?? env).kubeConfig, { registry, qps: 500, burst: 500 }),
       registry,
       logger: createLogger({ level: 'debug', destination: logs }),
       metricsBindAddress: '127.0.0.1:0',
@@ -231,14 +237,21 @@ describe('Manager and controller', () => {
     await h.running;
   });
 
-  test('/readyz fails once an API server outage outlasts the threshold, and is ready again as soon as the watch is back', async () => {
-    const ns = await env.newNamespace('rt-outage');
+  test('/readyz fails once an API server outage outlasts the threshold, and is ready again as soon as the watch is back', async (t) => {
+    // A control plane of its own: the run's shared one serves other projects' tests at the same
+    // time, whose managers and instance agents must not lose their API server to this test.
+    const own = await start({ own: true });
+    t.after(() => own.stop());
+    const ns = await own.newNamespace('rt-outage');
     const thresholdMs = 3000;
-    const h = await harness(ns, async () => {}, { manager: { informerUnhealthyAfterMs: thresholdMs } });
+    const h = await harness(ns, async () => {}, {
+      manager: { informerUnhealthyAfterMs: thresholdMs },
+      env: own,
+    });
     await eventually('ready after sync', async () => (await h.get('/readyz')).status === 200);
     const failures = () => h.mgr.informers.status().reduce((n, s) => n + s.health.consecutiveFailures, 0);
     const stoppedAt = Date.now();
-    await env.controlPlane.stopAPIServer();
+    await own.controlPlane.stopAPIServer();
     try {
       await eventually('the informer is failing', () => failures() > 0, 30_000);
       const unreadyAt = await eventually(
@@ -254,7 +267,7 @@ describe('Manager and controller', () => {
       assert.match(unready.body, /\[-\]informers failed: .*ConfigMap/);
       assert.match(unready.body, /\[\+\]cache-sync ok/);
     } finally {
-      await env.controlPlane.startAPIServer();
+      await own.controlPlane.startAPIServer();
     }
     // The namespace is quiet: nothing but the re-opened watch can show the recovery.
     await eventually(
