@@ -114,7 +114,10 @@ export function cgroupPids(name: string): number[] {
     } catch (err) {
       // Gone while walked: the kubelet removes a Pod's cgroup as its containers end, and a
       // removed cgroup holds no process. (A CI run's teardown failed on exactly this race.)
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      // ENODEV: a cgroup v1 directory still listed but already being removed, whose files
+      // answer a read with it (a teardown here failed on that one too).
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENODEV') throw err;
     }
   };
   for (const h of existsSync(CGROUP_FS) ? cgroupHierarchies() : []) walk(join(CGROUP_FS, h, name));
