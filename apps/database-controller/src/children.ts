@@ -28,6 +28,7 @@ import {
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { DatabaseObject } from './api.ts';
 import { renderConfig } from './config.ts';
+import { MEMBERS_KEY } from './instance-env.ts';
 import { engineOf } from './engines/index.ts';
 import type { Topology } from './replication/plan.ts';
 import { topologyData, topologyFromData } from '@regulon/conventions';
@@ -91,7 +92,13 @@ export function topologyConfigMap(db: DatabaseObject, t: Topology): V1ConfigMap 
     metadata: { name: childNames(db).topology, labels: labels(db) },
     // divergedData beside the topology: a returning former primary reads it when it finds itself
     // diverged, and a change reaches a Pod that waits on it without restarting the others.
-    data: { ...topologyData(t), [DIVERGED_DATA_KEY]: divergedDataOf(db) },
+    // The instance count, for an agent's quorum answer that cannot count the members from the
+    // engine's own state (mariadb/pod.ts, MARIADB_QUORUM_COMMAND).
+    data: {
+      ...topologyData(t),
+      [DIVERGED_DATA_KEY]: divergedDataOf(db),
+      [MEMBERS_KEY]: String(db.spec.replicas),
+    },
   };
 }
 

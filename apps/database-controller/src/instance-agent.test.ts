@@ -9,7 +9,7 @@ import { databaseWith } from './testing/parameters-corpus.ts';
 
 const AGENT_IMAGE = 'regulon.local/manager:0.1.0';
 
-const childrenOf = (engine: 'postgres' | 'mariadb', agentImage?: string) => {
+const childrenOf = (engine: 'postgres' | 'mariadb' | 'mysql', agentImage?: string) => {
   const db = { ...databaseWith(engine, {}, { name: 'shop', namespace: 'apps' }) };
   db.spec = { ...db.spec, replicas: 3 };
   const all = desiredChildren(db, undefined, undefined, 3, agentImage);
@@ -21,6 +21,19 @@ const childrenOf = (engine: 'postgres' | 'mariadb', agentImage?: string) => {
     binding: find<V1RoleBinding>('RoleBinding'),
   };
 };
+
+/** The agent's configuration from its arguments, as the kubelet expands them for Pod shop-1. */
+const agentConfigOf = (args: string[]) =>
+  parseAgentArgs(
+    args.map((a) =>
+      a
+        .replace('$(POD_NAMESPACE)', 'apps')
+        .replace('$(POD_NAME)', 'shop-1')
+        .replace('$(POD_UID)', 'uid-1')
+        .replaceAll('$$', '$'),
+    ),
+    {},
+  );
 
 test('postgres under the agent: an init container copies it from the image, and it runs the start script after --', () => {
   const { sts, account, role, binding } = childrenOf('postgres', AGENT_IMAGE);
@@ -40,16 +53,7 @@ test('postgres under the agent: an init container copies it from the image, and 
     container.env!.find((v) => v.name === 'POD_UID')?.valueFrom?.fieldRef?.fieldPath,
     'metadata.uid',
   );
-  const config = parseAgentArgs(
-    args.map((a) =>
-      a
-        .replace('$(POD_NAMESPACE)', 'apps')
-        .replace('$(POD_NAME)', 'shop-1')
-        .replace('$(POD_UID)', 'uid-1')
-        .replaceAll('$$', '$'),
-    ),
-    {},
-  );
+  const config = agentConfigOf(args);
   assert.equal(config.lease, 'shop-primary');
   assert.equal(config.identity, 'shop-1');
   assert.equal(config.podUid, 'uid-1', 'it checks that its Pod is still its own');
@@ -83,15 +87,32 @@ test('postgres under the agent: an init container copies it from the image, and 
 test('without the image, or for an engine without an agent, the Pods run as before and get no token', () => {
   for (const [engine, image] of [
     ['postgres', undefined],
-    ['mariadb', AGENT_IMAGE],
+    ['mysql', AGENT_IMAGE],
   ] as const) {
     const { sts, account, role, binding } = childrenOf(engine, image);
     const spec = sts.spec!.template.spec!;
     assert.equal(spec.initContainers, undefined, engine);
     assert.equal(spec.automountServiceAccountToken, false, engine);
     assert.equal(account.automountServiceAccountToken, false, engine);
-    assert.doesNotMatch(spec.containers[0]!.command!.join(' '), /agent/, engine);
+    assert.doesNotMatch((spec.containers[0]!.command ?? []).join(' '), /agent/, engine);
     assert.equal(role, undefined, `${engine}: no Role (an existing one is deleted)`);
     assert.equal(binding, undefined);
   }
+});
+
+test('mariadb under the agent: its role from read_only, its quorum from the replicas it asks, its members from the topology', () => {
+  const { sts, role } = childrenOf('mariadb', AGENT_IMAGE);
+  const spec = sts.spec!.template.spec!;
+  assert.deepEqual(
+    spec.initContainers?.map((c) => c.image),
+    [AGENT_IMAGE],
+  );
+  const [, , ...args] = spec.containers[0]!.command!;
+  const config = agentConfigOf(args);
+  assert.equal(config.lease, 'shop-primary');
+  assert.match(config.roleCommand, /@@global\.read_only/);
+  assert.match(config.quorumCommand ?? '', /Binlog Dump/);
+  assert.match(config.quorumCommand ?? '', /Slave_IO_Running: Yes/);
+  assert.deepEqual(config.engine.slice(0, 1), ['bash']);
+  assert.equal(role?.rules?.[0]?.resourceNames?.[0], 'shop-primary');
 });

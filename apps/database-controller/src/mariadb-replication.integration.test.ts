@@ -43,6 +43,7 @@ describeReplication({
   identity: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
   position: /^\d+-\d+-\d+$/,
   uriScheme: 'mysql://',
+  instanceAgent: true,
   readThrough: async ({ client, namespace, name }, host) => {
     const creds = await readCredentials(client, namespace, name);
     const conn = await mysql.createConnection({

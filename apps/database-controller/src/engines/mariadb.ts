@@ -1,7 +1,13 @@
 import type { EngineBehaviour } from '../engine.ts';
 import { instanceVolumes } from '../instance-env.ts';
 import { mariadbDriver } from '../mariadb/driver.ts';
-import { mariadbBackupVolumes, mariadbContainer, mariadbFiles } from '../mariadb/pod.ts';
+import {
+  MARIADB_QUORUM_COMMAND,
+  MARIADB_ROLE_COMMAND,
+  mariadbBackupVolumes,
+  mariadbContainer,
+  mariadbFiles,
+} from '../mariadb/pod.ts';
 import { REPLICATION_USER, renderMycnf } from '../mariadb/start-script.ts';
 import { myGetoptNaming } from '../mysql/parameters.ts';
 
@@ -28,6 +34,6 @@ export const mariadb: EngineBehaviour = {
   archiveNeedsStanza: false,
   pointInTimeRecovery: false,
   divergedDataDefault: 'Keep',
-  agent: undefined,
+  agent: { roleCommand: MARIADB_ROLE_COMMAND, quorumCommand: MARIADB_QUORUM_COMMAND },
   keepsRecoverySecret: true,
 };

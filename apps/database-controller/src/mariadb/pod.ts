@@ -1,7 +1,7 @@
 import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { restrictedContainerSecurityContext } from '@regulon/conventions';
 import type { DatabaseObject } from '../api.ts';
-import { instanceEnv } from '../instance-env.ts';
+import { instanceEnv, MEMBERS_KEY } from '../instance-env.ts';
 import { childNames } from '../names.ts';
 import { mariabackupEnv } from '../backup/mariabackup.ts';
 import { BACKUP_CA_MOUNT, CA_FILE, storeRepository, RECOVERY_MOUNT } from '../backup/pgbackrest.ts';
@@ -59,6 +59,44 @@ export function mariadbBackupVolumes(db: DatabaseObject): { volumes: V1Volume[];
  * fails (a hung server) the kubelet's SIGTERM follows.
  */
 export const SHUTDOWN_COMMAND = `MYSQL_PWD="$SUPERUSER_PASSWORD" mariadb-admin --no-defaults -h 127.0.0.1 -P ${PORT} -u "$SUPERUSER" --connect-timeout=3 --shutdown-timeout=25 --wait-for-all-slaves shutdown || true`;
+
+/** How the agent's questions log in: the credentials the server was given, nothing from a file. */
+const ASK = `mariadb --no-defaults -u "$SUPERUSER" -P ${PORT} --connect-timeout=1`;
+const PASSWORD = 'export MYSQL_PWD="$SUPERUSER_PASSWORD"';
+
+/**
+ * The instance agent's question (see EngineBehaviour.agent): whether mariadbd accepts writes.
+ * A replica runs with read_only on (the start script, and the manager's demotion), a primary
+ * with it off. No answer (a server starting on its socket only, stopped or hung) tells the
+ * agent nothing new.
+ */
+export const MARIADB_ROLE_COMMAND = `${PASSWORD}; ${ASK} -h 127.0.0.1 -N -B -e "select if(@@global.read_only, 'replica', 'primary')"`;
+
+/**
+ * The agent's quorum question: "IN_TOUCH MEMBERS" (see @regulon/instance-agent).
+ *
+ * A MariaDB primary cannot tell from its own state alone whether a replica is in touch: a
+ * replica sends nothing back but semi-synchronous acks, and the dump thread of a replica that
+ * vanished lingers until TCP gives up, minutes later. So the question has two halves. In
+ * touch: this instance, and each replica that has a dump thread on it (the processlist names
+ * its address) and, asked directly at that address now, says its IO thread is connected
+ * (`Slave_IO_Running: Yes`; a replica that lost its primary says `Connecting` within
+ * slave_net_timeout). The manager counts a replica out of touch from the same answer, its own
+ * IO thread's, so both sides read one source and no clocks are compared. Members: the
+ * instance count the topology ConfigMap records (MEMBERS_KEY), or more when the headless
+ * Service's DNS names more Pods (a scale-up the mounted ConfigMap has not caught up with).
+ * The replicas are asked at once, each for at most 2 s, within the agent's 3 s for one question.
+ */
+export const MARIADB_QUORUM_COMMAND = [
+  PASSWORD,
+  `members=$(cat ${TOPOLOGY_MOUNT}/${MEMBERS_KEY} 2>/dev/null || echo 0)`,
+  `pods=$(getent ahostsv4 "$PEERS_HOST" | awk '{print $1}' | sort -u | wc -l)`,
+  `[ "$pods" -gt "$members" ] && members=$pods`,
+  `replicas=$(${ASK} -h 127.0.0.1 -N -B -e "select distinct substring_index(host, ':', 1) from information_schema.processlist where command like 'Binlog Dump%'") || exit 1`,
+  // `timeout`: a hung replica's answer must not hold up the others' past the agent's 3 s.
+  `connected=$(for ip in $replicas; do (timeout 2 ${ASK} -h "$ip" -E -e 'show slave status' 2>/dev/null | grep -q '^ *Slave_IO_Running: Yes$' && echo "$ip") & done; wait)`,
+  `echo "$((1 + $(printf '%s' "$connected" | grep -c .))) $members"`,
+].join('; ');
 
 /**
  * The mariadb container: the start script decides, from the topology and its
