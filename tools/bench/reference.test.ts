@@ -96,12 +96,16 @@ function pod(
   };
 }
 
-/** The topology ConfigMap's data, as the controller writes it (divergedData at its default). */
-const topology = (primary: string, initialized: boolean, since?: string) => ({
+/**
+ * The topology ConfigMap's data, as the controller writes it (divergedData at its default), for a
+ * Database of `members` instances: one whose spec names another count has it applied again.
+ */
+const topology = (primary: string, initialized: boolean, since?: string, members = 1) => ({
   primary,
   initialized: String(initialized),
   ...(since ? { since } : {}),
   divergedData: 'Discard',
+  members: String(members),
 });
 
 function job(name: string, status: Record<string, unknown>) {

@@ -25,6 +25,7 @@ import {
   topologyConfigMap,
   topologyOf,
 } from '../../apps/database-controller/src/children.ts';
+import { MEMBERS_KEY } from '../../apps/database-controller/src/instance-env.ts';
 import {
   firstTopology,
   instanceCount,
@@ -58,7 +59,7 @@ export interface Rendered {
   credentials?: unknown;
   /** The create body of the replication Secret (postgres). */
   replicationCredentials?: unknown;
-  /** The apply body of the topology ConfigMap, applied before the children when none is recorded (or its divergedData is not the spec's). */
+  /** The apply body of the topology ConfigMap, applied before the children when none is recorded (or its divergedData or members is not the spec's). */
   topology?: unknown;
   /** The replication step's API calls in order, and its requeue (when `pods` are given). */
   replication?: { calls: ReplicationCall[]; requeueAfterMs?: number };
@@ -185,9 +186,12 @@ export async function render(c: RenderCase): Promise<Rendered> {
     db.spec.engine === 'postgres'
       ? createBody(replicationCredentials(db, c.replicationPassword ?? c.password), owner)
       : undefined;
-  // As the reconciler: applied when none is recorded, or to carry a new spec.replication.divergedData.
+  // As the reconciler: applied when none is recorded, or to carry a new spec.replication.divergedData
+  // or instance count.
   const firstTopologyBody =
-    recorded && c.topology?.[DIVERGED_DATA_KEY] === divergedDataOf(db)
+    recorded &&
+    c.topology?.[DIVERGED_DATA_KEY] === divergedDataOf(db) &&
+    c.topology[MEMBERS_KEY] === String(db.spec.replicas)
       ? undefined
       : childApplyBody(Kinds.ConfigMap, topologyConfigMap(db, topology), owner);
 

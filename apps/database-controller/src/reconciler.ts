@@ -87,7 +87,7 @@ export function reconcileDatabase(
         reason: 'VersionNotInCatalog',
         message: `${catalog.unsupported(db.spec.engine, db.spec.version)}. Set spec.version to one of those, or add the version to the image catalog.`,
       });
-    const { topology: recorded, divergedData } = await recordedTopology(db, ctx);
+    const { topology: recorded, divergedData, members } = await recordedTopology(db, ctx);
     const topology = recorded ?? firstTopology(db);
     // Read once: the claim size it was created with, and how many Pods it runs.
     const sts = ctx.get(Kinds.StatefulSet, childNames(db).statefulSet);
@@ -100,8 +100,10 @@ export function reconcileDatabase(
     );
     // The Pods read the topology when they start: it exists before they do. Only ever
     // created here; changes are the replication plan's, never a re-render. The recorded one is
-    // written again only to carry a new spec.replication.divergedData.
-    if (!recorded || divergedData !== divergedDataOf(db)) await ctx.apply([topologyConfigMap(db, topology)]);
+    // written again only to carry a new spec.replication.divergedData or instance count (the
+    // agents' quorum answer reads it, MARIADB_QUORUM_COMMAND).
+    if (!recorded || divergedData !== divergedDataOf(db) || members !== String(db.spec.replicas))
+      await ctx.apply([topologyConfigMap(db, topology)]);
     // The primary Lease too: the agents may only read and renew it (see agentRules).
     const lease = runsAgent(db, agentImage)
       ? { read: await ensurePrimaryLease(db, ctx), failsafe: engine.agent?.quorumCommand !== undefined }

@@ -43,6 +43,8 @@ type topology struct {
 	hasSince    bool
 	// spec.replication.divergedData as the ConfigMap carries it for the Pods ("" when it does not).
 	divergedData string
+	// spec.replicas as the ConfigMap carries it for the agents' quorum answer ("" when it does not).
+	members string
 }
 
 // topologyOf (children.ts): the topology a ConfigMap's data records; nil when it names no primary.
@@ -50,7 +52,7 @@ func topologyOf(data map[string]string) *topology {
 	if data["primary"] == "" {
 		return nil
 	}
-	t := &topology{primary: data["primary"], initialized: data["initialized"] == "true", divergedData: data["divergedData"]}
+	t := &topology{primary: data["primary"], initialized: data["initialized"] == "true", divergedData: data["divergedData"], members: data["members"]}
 	if s := data["since"]; s != "" {
 		// Date.parse takes more forms; the controller only ever writes toISOString().
 		if at, err := time.Parse(time.RFC3339Nano, s); err == nil {
@@ -93,7 +95,7 @@ func (db *database) instanceCount(t topology) float64 {
 
 // topologyConfigMap: the apply body of the topology ConfigMap.
 func (db *database) topologyConfigMap(t topology) map[string]any {
-	data := map[string]any{"primary": t.primary, "initialized": strconv.FormatBool(t.initialized), "divergedData": db.divergedData()}
+	data := map[string]any{"primary": t.primary, "initialized": strconv.FormatBool(t.initialized), "divergedData": db.divergedData(), "members": db.members()}
 	if t.hasSince {
 		data["since"] = time.UnixMilli(t.since).UTC().Format(isoMillis)
 	}
@@ -626,10 +628,13 @@ func (db *database) divergedData() string {
 	return "Discard"
 }
 
-// topologyDue (reconciler.ts): the topology ConfigMap is applied when none is recorded, or to carry a new divergedData.
+// topologyDue (reconciler.ts): the topology ConfigMap is applied when none is recorded, or to carry a new divergedData or instance count.
 func (db *database) topologyDue(recorded *topology) bool {
-	return recorded == nil || recorded.divergedData != db.divergedData()
+	return recorded == nil || recorded.divergedData != db.divergedData() || recorded.members != db.members()
 }
+
+// members (children.ts topologyConfigMap): spec.replicas as the ConfigMap's string.
+func (db *database) members() string { return strconv.FormatFloat(db.replicas, 'f', -1, 64) }
 
 func (db *database) replicationSetting(key string) any {
 	r, _ := db.spec["replication"].(map[string]any)
