@@ -10,6 +10,8 @@
 // the old primary rejoins as a standby by itself.
 //   npx regulon-testenv exec -- node --test apps/database-controller/src/node-loss.integration.test.ts
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { EventsV1Event, V1Namespace, V1Pod } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
@@ -23,6 +25,7 @@ import {
   pauseSecondRealNodeKubelet,
   realNodeNamespaceAnnotations,
   SECOND_NODE,
+  SECOND_NODE_DIR,
   secondRealNodeNamespaceAnnotations,
   start,
   type TestEnv,
@@ -109,6 +112,26 @@ describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 *
   const nodeOf = async (name: string) => (await pods().get(name, { namespace: ns })).spec?.nodeName;
   const setNamespaceAnnotations = (annotations: Record<string, string>) =>
     client.resource<V1Namespace>(Kinds.Namespace).patch(ns, { metadata: { annotations } }, { type: 'merge' });
+
+  /** The last lines of a container's log on the second node, read from its files (no kubelet needed). */
+  const secondNodeContainerLog = (name: string, uid: string, container: string, lines = 40): string => {
+    const dir = join(
+      env.controlPlane.state.dir,
+      SECOND_NODE_DIR,
+      'pod-logs',
+      `${ns}_${name}_${uid}`,
+      container,
+    );
+    try {
+      const files = readdirSync(dir)
+        .filter((f) => f.endsWith('.log'))
+        .sort((a, b) => statSync(join(dir, a)).mtimeMs - statSync(join(dir, b)).mtimeMs);
+      const text = files.map((f) => readFileSync(join(dir, f), 'utf8')).join('');
+      return text.split('\n').slice(-lines).join('\n');
+    } catch (err) {
+      return `(no log in ${dir}: ${(err as Error).message})`;
+    }
+  };
 
   /** The namespace's Events since a moment, as `+seconds object reason: message`: what a slow failover did. */
   const timeline = async (fromMs: number) => {
@@ -313,7 +336,12 @@ describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 *
         },
         30_000,
         100,
-      );
+      ).catch((err: Error) => {
+        // The node's kubelet hangs, so the API has no log of it: the container's log file, where
+        // the agent says what it read of its Pod and the Lease.
+        err.message += `\nthe zombie's container log (its agent's lines among the engine's):\n${secondNodeContainerLog(zombie, zombieUid, 'postgres')}`;
+        throw err;
+      });
       const takenOver = await sampler.waitForRound(
         'a standby on the first node accepts writes',
         (r) => r.writable.some((w) => !w.startsWith(zombie)),

@@ -57,7 +57,13 @@ export {
   type NodeLoss,
 } from './faults.ts';
 export { SECOND_NODE, startSecondRealNode, secondRealNodeState } from './second-node.ts';
-export { REAL_NODE_LABEL, realNodeUnsupported, NODE_PACKAGES, loadImagesIntoRealNode } from './real-node.ts';
+export {
+  REAL_NODE_LABEL,
+  realNodeUnsupported,
+  NODE_PACKAGES,
+  loadImagesIntoRealNode,
+  SECOND_NODE_DIR,
+} from './real-node.ts';
 export {
   startObjectStore,
   ensureObjectStoreBinary,
