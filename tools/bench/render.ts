@@ -19,13 +19,11 @@ import {
 import { childApplyBody, controllerReference, type Context, type Owner } from '@regulon/runtime';
 // Not exported from the package: the replication step and the children it adds are rendered with the controller's own code.
 import {
-  DIVERGED_DATA_KEY,
-  divergedDataOf,
+  topologyCarriesSpec,
   replicationCredentials,
   topologyConfigMap,
   topologyOf,
 } from '../../apps/database-controller/src/children.ts';
-import { MEMBERS_KEY } from '../../apps/database-controller/src/instance-env.ts';
 import {
   firstTopology,
   instanceCount,
@@ -189,9 +187,7 @@ export async function render(c: RenderCase): Promise<Rendered> {
   // As the reconciler: applied when none is recorded, or to carry a new spec.replication.divergedData
   // or instance count.
   const firstTopologyBody =
-    recorded &&
-    c.topology?.[DIVERGED_DATA_KEY] === divergedDataOf(db) &&
-    c.topology[MEMBERS_KEY] === String(db.spec.replicas)
+    recorded && topologyCarriesSpec(db, c.topology)
       ? undefined
       : childApplyBody(Kinds.ConfigMap, topologyConfigMap(db, topology), owner);
 

@@ -102,6 +102,14 @@ export function topologyConfigMap(db: DatabaseObject, t: Topology): V1ConfigMap 
   };
 }
 
+/**
+ * Whether a recorded topology ConfigMap's data carries what the spec says beside the topology
+ * (divergedData, the instance count); the reconciler writes it again when it does not.
+ */
+export function topologyCarriesSpec(db: DatabaseObject, data: Record<string, string> | undefined): boolean {
+  return data?.[DIVERGED_DATA_KEY] === divergedDataOf(db) && data[MEMBERS_KEY] === String(db.spec.replicas);
+}
+
 /** The topology ConfigMap's key for spec.replication.divergedData. */
 export const DIVERGED_DATA_KEY = 'divergedData';
 

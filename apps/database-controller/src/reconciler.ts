@@ -22,7 +22,7 @@ import {
   replicationCredentials,
   runsAgent,
   throwawayBackups,
-  divergedDataOf,
+  topologyCarriesSpec,
   topologyConfigMap,
   type DesiredChild,
 } from './children.ts';
@@ -87,7 +87,7 @@ export function reconcileDatabase(
         reason: 'VersionNotInCatalog',
         message: `${catalog.unsupported(db.spec.engine, db.spec.version)}. Set spec.version to one of those, or add the version to the image catalog.`,
       });
-    const { topology: recorded, divergedData, members } = await recordedTopology(db, ctx);
+    const { topology: recorded, data: recordedData } = await recordedTopology(db, ctx);
     const topology = recorded ?? firstTopology(db);
     // Read once: the claim size it was created with, and how many Pods it runs.
     const sts = ctx.get(Kinds.StatefulSet, childNames(db).statefulSet);
@@ -102,7 +102,7 @@ export function reconcileDatabase(
     // created here; changes are the replication plan's, never a re-render. The recorded one is
     // written again only to carry a new spec.replication.divergedData or instance count (the
     // agents' quorum answer reads it, MARIADB_QUORUM_COMMAND).
-    if (!recorded || divergedData !== divergedDataOf(db) || members !== String(db.spec.replicas))
+    if (!recorded || !topologyCarriesSpec(db, recordedData))
       await ctx.apply([topologyConfigMap(db, topology)]);
     // The primary Lease too: the agents may only read and renew it (see agentRules).
     const lease = runsAgent(db, agentImage)

@@ -2,8 +2,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ignoreNotFound, Kinds } from '@regulon/client';
 import type { Context } from '@regulon/runtime';
 import { Database, type DatabaseObject } from '../api.ts';
-import { DIVERGED_DATA_KEY, topologyConfigMap, topologyOf } from '../children.ts';
-import { MEMBERS_KEY } from '../instance-env.ts';
+import { topologyConfigMap, topologyOf } from '../children.ts';
 import { childNames, ordinalOf, podName, ROLE_LABEL, selector, SYNCHRONOUS_CONFIRMATIONS } from '../names.ts';
 import type { Endpoint, InstanceDriver, Observation } from '../engine.ts';
 import {
@@ -62,29 +61,21 @@ export interface ReplicationView {
 }
 
 /**
- * The recorded topology, and the divergedData choice and instance count beside it, read from
- * the API server rather than the cache: a cache a moment behind this manager's own last write
- * would name the former primary again, and the plan would fence the new one.
- * Each is undefined when none is recorded yet.
+ * The recorded topology, and the data of the ConfigMap that holds it (divergedData and the
+ * instance count beside it), read from the API server rather than the cache: a cache a moment
+ * behind this manager's own last write would name the former primary again, and the plan would
+ * fence the new one. Each is undefined when none is recorded yet.
  */
 export async function recordedTopology(
   db: DatabaseObject,
   ctx: Context,
-): Promise<{
-  topology: Topology | undefined;
-  divergedData: string | undefined;
-  members: string | undefined;
-}> {
+): Promise<{ topology: Topology | undefined; data: Record<string, string> | undefined }> {
   const cm = await ignoreNotFound(
     ctx.client
       .resource(Kinds.ConfigMap)
       .get(childNames(db).topology, { namespace: db.metadata.namespace!, signal: ctx.signal }),
   );
-  return {
-    topology: topologyOf(cm),
-    divergedData: cm?.data?.[DIVERGED_DATA_KEY],
-    members: cm?.data?.[MEMBERS_KEY],
-  };
+  return { topology: topologyOf(cm), data: cm?.data };
 }
 
 /** The topology a new Database starts with: ordinal 0 initialises. */
