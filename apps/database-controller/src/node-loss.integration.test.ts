@@ -114,7 +114,7 @@ describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 *
     client.resource<V1Namespace>(Kinds.Namespace).patch(ns, { metadata: { annotations } }, { type: 'merge' });
 
   /** The last lines of a container's log on the second node, read from its files (no kubelet needed). */
-  const secondNodeContainerLog = (name: string, uid: string, container: string, lines = 40): string => {
+  const secondNodeContainerLog = (name: string, uid: string, container: string, lines = 20): string => {
     const dir = join(
       env.controlPlane.state.dir,
       SECOND_NODE_DIR,
@@ -126,8 +126,13 @@ describe('node loss on real PostgreSQL with the instance agent', { timeout: 20 *
       const files = readdirSync(dir)
         .filter((f) => f.endsWith('.log'))
         .sort((a, b) => statSync(join(dir, a)).mtimeMs - statSync(join(dir, b)).mtimeMs);
-      const text = files.map((f) => readFileSync(join(dir, f), 'utf8')).join('');
-      return text.split('\n').slice(-lines).join('\n');
+      const all = files
+        .map((f) => readFileSync(join(dir, f), 'utf8'))
+        .join('')
+        .split('\n');
+      // The agent's lines (JSON) wherever they are, then the engine's last ones.
+      const agent = all.filter((l) => l.includes('"name":"instance-agent"')).slice(-lines);
+      return [...agent, '…', ...all.slice(-lines)].join('\n');
     } catch (err) {
       return `(no log in ${dir}: ${(err as Error).message})`;
     }

@@ -11,7 +11,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { Kinds, KubeClient, retyped } from '@regulon/client';
 import { LeaderElector, type Lease } from '@regulon/runtime';
 import { cutOffFromApiServer, eventually, faultsUnsupported, start, type TestEnv } from '@regulon/testenv';
@@ -82,6 +82,7 @@ describe('instance agent and the primary Lease', { skip: unsupported }, () => {
     role: 'primary' | 'replica',
     quorum?: string,
     podUid?: string,
+    kubeconfigPath = env.kubeconfigPath,
   ): Agent {
     const dir = mkdtempSync(join(tmpdir(), 'regulon-agent-'));
     // The agent and its engine run in another group: they write here.
@@ -106,7 +107,7 @@ describe('instance agent and the primary Lease', { skip: unsupported }, () => {
       ],
       {
         gid: AGENT_GID,
-        env: { ...process.env, KUBECONFIG: env.kubeconfigPath },
+        env: { ...process.env, KUBECONFIG: kubeconfigPath },
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );
@@ -262,6 +263,69 @@ describe('instance agent and the primary Lease', { skip: unsupported }, () => {
       stale.logs.some((l) => l.includes(`is another one now (uid ${successor.metadata!.uid!}`)),
       stale.logs.join('\n'),
     );
+  });
+
+  test('a container that outlived its Pod fences its engine when the API server refuses the token bound to that Pod (401)', async () => {
+    // In a Pod the agent authenticates with a token bound to it. The API server answers such a token
+    // with 404 for the Pod only while it remembers the token's last check (10 s); after that, 401.
+    // A token never used before its Pod went meets the 401 at once.
+    const namespace = await env.newNamespace('agent-token');
+    const sa = 'orders';
+    await client.resource(Kinds.ServiceAccount).create({ metadata: { name: sa, namespace } });
+    await client.resource(Kinds.Role).create({
+      metadata: { name: sa, namespace },
+      rules: [
+        { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+      ],
+    });
+    await client.resource(Kinds.RoleBinding).create({
+      metadata: { name: sa, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: sa },
+      subjects: [{ kind: 'ServiceAccount', name: sa, namespace }],
+    });
+    const own = await client.resource<V1Pod>(Kinds.Pod).create({
+      metadata: { name: 'orders-0', namespace },
+      spec: {
+        nodeName: 'nowhere',
+        serviceAccountName: sa,
+        containers: [{ name: 'engine', image: 'regulon.local/none' }],
+      },
+    });
+    const uid = own.metadata!.uid!;
+    const token = await env.kubeConfig.makeApiClient(CoreV1Api).createNamespacedServiceAccountToken({
+      name: sa,
+      namespace,
+      body: {
+        spec: { audiences: [], boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'orders-0', uid } },
+      },
+    });
+    await client.resource<V1Pod>(Kinds.Pod).delete('orders-0', { namespace, gracePeriodSeconds: 0 });
+    const cluster = env.kubeConfig.getCurrentCluster()!;
+    const bound = new KubeConfig();
+    bound.loadFromOptions({
+      clusters: [cluster],
+      users: [{ name: sa, token: token.status!.token }],
+      contexts: [{ name: sa, cluster: cluster.name, user: sa }],
+      currentContext: sa,
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'regulon-agent-token-'));
+    chmodSync(dir, 0o755);
+    const kubeconfigPath = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfigPath, bound.exportConfig(), { mode: 0o644 });
+    try {
+      const agent = startAgent(namespace, 'orders-0', 'primary', undefined, uid, kubeconfigPath);
+      const pid = await agent.enginePid();
+      await eventually('the engine to be fenced', () => !alive(pid), 10_000, 20);
+      assert.equal(await agent.exited, FENCED_EXIT_CODE);
+      // Fenced for the token, by its first Pod read: not by the grace for acquiring the Lease (3 s).
+      assert.ok(
+        agent.logs.some((l) => l.includes('the API server refuses the token bound to its Pod orders-0')),
+        agent.logs.join('\n'),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('releases the Lease when its engine stops accepting writes, and leaves the engine running', async () => {

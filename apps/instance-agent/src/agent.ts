@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { constants } from 'node:os';
 import type { V1Pod } from '@kubernetes/client-node';
-import { isNotFound, Kinds, type KubeClient } from '@regulon/client';
+import { isNotFound, isUnauthorized, Kinds, type KubeClient } from '@regulon/client';
 import { LeaderElector } from '@regulon/runtime';
 import { realClock, sleep, type Logger } from '@regulon/util';
 import type { AgentConfig } from './config.ts';
@@ -119,7 +119,11 @@ export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): 
  * gone (404) or is another Pod (another uid): the containers of a deleted Pod are stopped before
  * its object goes, so a running agent sees that only when it outlived its Pod, a forced delete on
  * a node whose kubelet did not stop it. Its name, and the manager's trust in it, belong to the
- * Pod made in its place. Any other answer (an outage, a 403) proves nothing and changes nothing.
+ * Pod made in its place. A 401 says the same: the agent's token is bound to its Pod, and the API
+ * server refuses such a token once that Pod is gone. It answers 404 only for as long as it still
+ * holds the token's last check (10 s), so a read a little later sees 401 instead, and a deleted
+ * Pod's agent can renew nothing anyway. Any other answer (an outage, a 403) proves nothing and
+ * changes nothing.
  */
 function watchOwnPod(
   config: AgentConfig,
@@ -141,6 +145,10 @@ function watchOwnPod(
       } catch (err) {
         if (isNotFound(err))
           guard.fenceFor(`its Pod ${config.identity} (uid ${uid}) is gone: this container outlived its Pod`);
+        else if (isUnauthorized(err))
+          guard.fenceFor(
+            `the API server refuses the token bound to its Pod ${config.identity} (uid ${uid}): the Pod is gone, and this container outlived it`,
+          );
         else if (!stop.signal.aborted) log.debug({ err }, 'reading its own Pod failed; trying again');
       }
       // Liveness only: while its agent renews the Lease, nothing else is promoted. Once fenced, it

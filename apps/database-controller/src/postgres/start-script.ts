@@ -92,6 +92,11 @@ trap "exit 143" TERM
 export DATABASE=\${DATABASE:-app}
 data=${DATA_MOUNT}
 PGDATA=${PGDATA}
+# The script runs once per container, before this container's server. A container's processes all
+# end with it, so a lock file in the data directory is an earlier container's, and the PID it names
+# may well be a live process of this one (the agent's own): postgres then refuses to start, pg_rewind's
+# crash recovery included ("lock file postmaster.pid already exists", CI saw it).
+rm -f "$PGDATA/postmaster.pid"
 export PGPASSFILE=$data/.pgpass
 printf '*:*:*:%s:%s\\n' '${REPLICATION_USER}' "$REPLICATION_PASSWORD" > "$PGPASSFILE"
 as_replication() { env -u PGPASSWORD PGUSER=${REPLICATION_USER} PGCONNECT_TIMEOUT=2 "$@"; }
