@@ -9,7 +9,7 @@ import {
   type KindObject,
   Phase,
 } from '@regulon/crd';
-import { MAX_NAME_LENGTH } from './names.ts';
+import { MAX_NAME_LENGTH, MAX_REPLICAS } from './names.ts';
 import { celVersionAtLeast, VERSION_PATTERN } from '@regulon/image-catalog';
 import { EVICTION_POLICIES } from './versions.ts';
 
@@ -61,7 +61,7 @@ export const CacheSpec = WithRules(
     ),
     replicas: Type.Integer({
       minimum: 1,
-      maximum: 5,
+      maximum: MAX_REPLICAS,
       default: 1,
       description:
         'Pods. standalone: independent instances. replicated: the primary and replicas - 1 replicas.',

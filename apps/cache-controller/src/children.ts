@@ -10,11 +10,15 @@ import type {
   V1EnvVar,
   V1PodDisruptionBudget,
   V1PodTemplateSpec,
+  V1Role,
+  V1RoleBinding,
   V1Secret,
   V1Service,
+  V1ServiceAccount,
   V1StatefulSet,
   V1Volume,
 } from '@kubernetes/client-node';
+import { agentRole, agentRoleBinding, underAgent, type AgentGrant } from '@regulon/instance-agent/pod';
 import type { KubeObject } from '@regulon/client';
 import type { CacheObject } from './api.ts';
 import { CONFIG_DIR, CONFIG_FILE, DATA_DIR, renderConfig, RUN_DIR } from './config.ts';
@@ -23,6 +27,7 @@ import {
   authSecretName,
   childNames,
   labels,
+  MAX_REPLICAS,
   persistent,
   replicated,
   ROLE_LABEL,
@@ -30,7 +35,8 @@ import {
   stateful,
 } from './names.ts';
 import { replicatedRedisScript, TOPOLOGY_MOUNT } from './replication/start-script.ts';
-import { topologyData, type Topology } from '@regulon/conventions';
+import { MEMBERS_KEY, topologyData, type Topology } from '@regulon/conventions';
+import { REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
 import { DEFAULT_MEMCACHED_USER, ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
 import type { ImageCatalog } from '@regulon/image-catalog';
 
@@ -69,7 +75,8 @@ export function desiredTopology(cache: CacheObject, t: Topology): V1ConfigMap {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: childNames(cache).topology, labels: labels(cache) },
-    data: topologyData(t),
+    // The instance count beside the topology: the agents' quorum answer counts a majority of it.
+    data: { ...topologyData(t), [MEMBERS_KEY]: String(cache.spec.replicas) },
   };
 }
 
@@ -196,7 +203,52 @@ function authEnv(cache: CacheObject): V1EnvVar[] {
     : [ref('MEMCACHED_USERNAME', 'username', true), ref('MEMCACHED_PASSWORD', 'password')];
 }
 
-function podTemplate(cache: CacheObject, imageRef: string | undefined): V1PodTemplateSpec {
+/** Whether the Cache's Pods run under the instance agent: a replicated redis, and the manager knows the agent's image. */
+export function runsAgent(cache: CacheObject, agentImage: string | undefined): agentImage is string {
+  return agentImage !== undefined && replicated(cache);
+}
+
+/** What the Cache's agents are granted (see agentRole in @regulon/instance-agent). */
+function agentGrant(cache: CacheObject): AgentGrant {
+  const n = childNames(cache);
+  return {
+    role: n.agentRole,
+    serviceAccount: n.serviceAccount,
+    namespace: cache.metadata.namespace!,
+    lease: n.primaryLease,
+    // Every ordinal a Cache may have: each agent reads its own Pod, whatever the scale.
+    pods: Array.from({ length: MAX_REPLICAS }, (_, i) => `${cache.metadata.name}-${i}`),
+    labels: labels(cache),
+  };
+}
+
+/**
+ * Under the instance agent, the instances' own service account, whose token the agent renews the
+ * primary Lease with; its Role (agentRole) allows that and reading the instances' Pods, nothing else.
+ */
+export function desiredAgentAccess(
+  cache: CacheObject,
+  agentImage: string | undefined,
+): [V1ServiceAccount, V1Role, V1RoleBinding] | [] {
+  if (!runsAgent(cache, agentImage)) return [];
+  const grant = agentGrant(cache);
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: grant.serviceAccount, labels: labels(cache) },
+      automountServiceAccountToken: true,
+    },
+    agentRole(grant),
+    agentRoleBinding(grant),
+  ];
+}
+
+function podTemplate(
+  cache: CacheObject,
+  imageRef: string | undefined,
+  agentImage?: string,
+): V1PodTemplateSpec {
   const ref = imageRef ?? image(cache);
   // Unreachable from the reconciler, which checks the catalog first; a bug otherwise.
   if (!ref) throw new Error(`no image for ${cache.spec.engine} ${cache.spec.version}`);
@@ -251,15 +303,27 @@ function podTemplate(cache: CacheObject, imageRef: string | undefined): V1PodTem
     ...(engine === 'redis' && !persistent(cache) ? [{ name: 'data', emptyDir: {} }] : []),
     ...(replicated(cache) ? [{ name: 'topology', configMap: { name: n.topology } }] : []),
   ];
+  const agent = runsAgent(cache, agentImage)
+    ? underAgent(container, {
+        lease: n.primaryLease,
+        roleCommand: REDIS_ROLE_COMMAND,
+        quorumCommand: REDIS_QUORUM_COMMAND,
+        image: agentImage,
+        securityContext: restrictedContainerSecurityContext(),
+      })
+    : undefined;
   return {
     metadata: { labels: labels(cache), annotations: { [CONFIG_HASH_ANNOTATION]: contentHash(content) } },
     spec: {
-      automountServiceAccountToken: false,
+      ...(agent
+        ? { serviceAccountName: n.serviceAccount, automountServiceAccountToken: true }
+        : { automountServiceAccountToken: false }),
       enableServiceLinks: false,
       securityContext: restrictedPodSecurityContext(d.uid),
       terminationGracePeriodSeconds: 30,
-      containers: [container],
-      volumes,
+      ...(agent ? { initContainers: [agent.initContainer] } : {}),
+      containers: [agent?.container ?? container],
+      volumes: agent ? [...volumes, agent.volume] : volumes,
     },
   };
 }
@@ -290,6 +354,7 @@ export function desiredStatefulSet(
   cache: CacheObject,
   imageRef?: string,
   instances = cache.spec.replicas,
+  agentImage?: string,
 ): V1StatefulSet {
   const n = childNames(cache);
   const p = cache.spec.persistence;
@@ -310,7 +375,7 @@ export function desiredStatefulSet(
       // A cache's volumes serve warm restarts, not as a system of record: they go with the Cache,
       // and stay on scale-down so that scaling back up finds them warm.
       persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Delete', whenScaled: 'Retain' },
-      template: podTemplate(cache, imageRef),
+      template: podTemplate(cache, imageRef, agentImage),
       // Without persistence none: the field is left out rather than empty, which the API server drops.
       ...(persistent(cache)
         ? {
@@ -340,9 +405,10 @@ export function desiredWorkload(
   cache: CacheObject,
   imageRef: string,
   instances = cache.spec.replicas,
+  agentImage?: string,
 ): V1Deployment | V1StatefulSet {
   return stateful(cache)
-    ? desiredStatefulSet(cache, imageRef, instances)
+    ? desiredStatefulSet(cache, imageRef, instances, agentImage)
     : desiredDeployment(cache, imageRef);
 }
 
@@ -355,6 +421,7 @@ export function desiredChildren(
   cache: CacheObject,
   imageRef: string,
   instances = cache.spec.replicas,
+  agentImage?: string,
 ): KubeObject[] {
   const services = desiredServices(cache);
   const pdb = desiredDisruptionBudget(cache);
@@ -363,7 +430,9 @@ export function desiredChildren(
     services.client,
     services.headless,
     ...(services.readOnly ? [services.readOnly] : []),
-    desiredWorkload(cache, imageRef, instances),
+    // The agents' account and Role before the Pods that use them.
+    ...desiredAgentAccess(cache, agentImage),
+    desiredWorkload(cache, imageRef, instances, agentImage),
     ...(pdb ? [pdb] : []),
   ];
 }

@@ -23,7 +23,7 @@ export {
 export { FIELD_MANAGER, reconcileCache } from './reconciler.ts';
 export { DEFAULT_EVICTION_POLICY, ENGINE_VERSIONS, EVICTION_POLICIES, OFFICIAL_IMAGES } from './versions.ts';
 export { MAX_NAME_LENGTH, childNames } from './names.ts';
-export { CACHE_RBAC } from './rbac.ts';
+export { CACHE_INSTANCE_AGENT_RBAC, CACHE_RBAC } from './rbac.ts';
 
 export const CONTROLLER_NAME = 'cache';
 
@@ -31,6 +31,11 @@ export interface CacheControllerOptions {
   maxConcurrentReconciles?: number;
   /** Which image runs which version (default: the official images, OFFICIAL_IMAGES). */
   imageCatalog?: ImageCatalog | undefined;
+  /**
+   * The image the instance agent is copied from (the manager's); undefined: no agent. With it, a
+   * replicated redis runs under the agent, which holds its primary Lease (CACHE_INSTANCE_AGENT_RBAC).
+   */
+  instanceAgentImage?: string | undefined;
 }
 
 /** The index of Caches by the Secret they name in spec.auth.secretName (`<namespace>/<name>`). */
@@ -44,7 +49,7 @@ export function setupCacheController(mgr: Manager, options: CacheControllerOptio
   const catalog = options.imageCatalog ?? OFFICIAL_IMAGES;
   const views = new WeakMap<Context, ReplicationView>();
   const reportReachability = reachabilityReporter(mgr.registry, 'Cache');
-  mgr
+  const builder = mgr
     .controller(CONTROLLER_NAME)
     .for(Cache, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'Pod labels, the headless Service' } })
     // Whole objects: their status is what Ready is computed from, and a child that matches costs no apply.
@@ -59,7 +64,11 @@ export function setupCacheController(mgr: Manager, options: CacheControllerOptio
       c.spec.auth?.secretName ? [`${c.metadata.namespace}/${c.spec.auth.secretName}`] : [],
     )
     .watches(SECRETS, referencingCaches)
-    .watches(PodMetadata, cacheOfPod)
+    .watches(PodMetadata, cacheOfPod);
+  // The agents' account, Role and RoleBinding, only where the agent runs: their RBAC is not in the
+  // base ClusterRole (CACHE_INSTANCE_AGENT_RBAC), and an informer without it would never sync.
+  if (options.instanceAgentImage) builder.owns(Kinds.ServiceAccount).owns(Kinds.Role).owns(Kinds.RoleBinding);
+  builder
     .withOptions({
       fieldManager: FIELD_MANAGER,
       maxConcurrentReconciles: options.maxConcurrentReconciles ?? 1,
@@ -68,9 +77,13 @@ export function setupCacheController(mgr: Manager, options: CacheControllerOptio
       const replication = views.get(ctx);
       if (replication && replicated(cache))
         reportReachability(cache, cache.status?.conditions, replication.plan, ctx);
-      return computeStatus(cache, { ...observedFrom(cache, ctx, catalog), replication }, problem);
+      return computeStatus(
+        cache,
+        { ...observedFrom(cache, ctx, catalog, options.instanceAgentImage), replication },
+        problem,
+      );
     })
-    .reconcile(reconcileCache(catalog, views));
+    .reconcile(reconcileCache(catalog, views, undefined, options.instanceAgentImage));
 }
 
 /** Caches that name this Secret in spec.auth.secretName: they wait for it to appear. */

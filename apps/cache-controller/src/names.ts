@@ -1,4 +1,4 @@
-import { recommendedLabels } from '@regulon/conventions';
+import { primaryLeaseName, recommendedLabels } from '@regulon/conventions';
 import type { CacheObject } from './api.ts';
 
 /**
@@ -7,6 +7,9 @@ import type { CacheObject } from './api.ts';
  * characters) in a 63-character label value, and `<name>-hl` must be a DNS label.
  */
 export const MAX_NAME_LENGTH = 52;
+
+/** The most instances a Cache may run (spec.replicas' maximum). */
+export const MAX_REPLICAS = 5;
 
 export interface ChildNames {
   workload: string;
@@ -22,6 +25,11 @@ export interface ChildNames {
   readOnlyService: string;
   /** mode: replicated: which instance may be writable (replication plan); read by the Pods at start. */
   topology: string;
+  /** Under the instance agent: the Lease the primary's agent holds. */
+  primaryLease: string;
+  /** Under the instance agent: the instances' service account, and the Role (and binding) it has. */
+  serviceAccount: string;
+  agentRole: string;
 }
 
 export function childNames(cache: CacheObject): ChildNames {
@@ -36,6 +44,9 @@ export function childNames(cache: CacheObject): ChildNames {
     disruptionBudget: n,
     readOnlyService: `${n}-ro`,
     topology: `${n}-topology`,
+    primaryLease: primaryLeaseName(n),
+    serviceAccount: n,
+    agentRole: `${n}-instance-agent`,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { V1PolicyRule } from '@kubernetes/client-node';
+import { AGENT_MANAGER_RULES } from '@regulon/instance-agent/pod';
 
 /**
  * Everything the Cache controller does to the API, as RBAC rules, in the
@@ -42,4 +43,16 @@ export const CACHE_RBAC: readonly V1PolicyRule[] = [
   { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   // Warning Events on Caches (events.k8s.io/v1), aggregated into series by patch.
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+];
+
+/**
+ * What the controller needs beyond CACHE_RBAC when it runs replicated redis
+ * under the instance agent (--instance-agent-image): AGENT_MANAGER_RULES
+ * (@regulon/instance-agent, which says why they are not in the generated
+ * ClusterRole), and the instances' own service account, which a Cache has
+ * only then.
+ */
+export const CACHE_INSTANCE_AGENT_RBAC: readonly V1PolicyRule[] = [
+  ...AGENT_MANAGER_RULES,
+  { apiGroups: [''], resources: ['serviceaccounts'], verbs: ['list', 'watch', 'create', 'patch', 'delete'] },
 ];

@@ -1,5 +1,11 @@
 import { Kinds, metadataOnly, type ResourceType } from '@regulon/client';
-import { deploymentProblem, podTrouble, type PodTrouble } from '@regulon/conventions';
+import {
+  deploymentProblem,
+  ensurePrimaryLease,
+  MEMBERS_KEY,
+  podTrouble,
+  type PodTrouble,
+} from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import {
   generatePassword,
@@ -8,7 +14,6 @@ import {
   type Live,
   type ReconcileFunc,
 } from '@regulon/runtime';
-import type { CacheObject } from './api.ts';
 import { ReplicationMemory } from '@regulon/conventions';
 import {
   bindingSecret,
@@ -17,8 +22,10 @@ import {
   desiredTopology,
   generatedCredentials,
   image,
+  runsAgent,
 } from './children.ts';
-import { authEnabled, childNames, replicated, selector, stateful } from './names.ts';
+import { authEnabled, childNames, labels, replicated, selector, stateful } from './names.ts';
+import { GROUP, type CacheObject } from './api.ts';
 import {
   firstTopology,
   instanceCount,
@@ -45,6 +52,7 @@ export function reconcileCache(
   catalog: ImageCatalog,
   views: WeakMap<Context, ReplicationView> = new WeakMap(),
   memory: ReplicationMemory = new ReplicationMemory(),
+  agentImage?: string,
 ): ReconcileFunc<CacheObject> {
   return async (cache, ctx) => {
     await ensureSecrets(cache, ctx);
@@ -68,13 +76,23 @@ export function reconcileCache(
       return undefined;
     }
     const recorded = await recordedTopology(cache, ctx);
-    const topology = recorded ?? firstTopology(cache);
+    const topology = recorded?.topology ?? firstTopology(cache);
     // The Pods read the topology when they start: it exists before they do. Only ever created
-    // here; changes are the replication plan's, never a re-render.
-    if (!recorded) await ctx.apply([desiredTopology(cache, topology)]);
-    await ctx.apply(desiredChildren(cache, imageRef, instanceCount(cache, topology)));
+    // here; changes are the replication plan's, never a re-render. The recorded one is written
+    // again only to carry a new instance count (the agents' quorum answer reads it).
+    if (!recorded || recorded.data[MEMBERS_KEY] !== String(cache.spec.replicas))
+      await ctx.apply([desiredTopology(cache, topology)]);
+    // The primary Lease too, before the Pods: their agents may only read and renew it.
+    const lease = runsAgent(cache, agentImage)
+      ? await ensurePrimaryLease(
+          ctx.client,
+          { apiVersion: cache.apiVersion ?? `${GROUP}/v1alpha1`, kind: 'Cache', metadata: cache.metadata },
+          { name: childNames(cache).primaryLease, labels: labels(cache), signal: ctx.signal },
+        )
+      : undefined;
+    await ctx.apply(desiredChildren(cache, imageRef, instanceCount(cache, topology), agentImage));
     for (const [kind, name] of unwantedChildren(cache)) await ctx.delete(kind, name);
-    const { view, requeueAfter } = await reconcileReplication(cache, ctx, topology, memory);
+    const { view, requeueAfter } = await reconcileReplication(cache, ctx, topology, memory, lease);
     views.set(ctx, view);
     reportFailing(ctx, view.troubles);
     return { requeueAfter };

@@ -12,9 +12,11 @@ import { KubeClient, Kinds } from '@regulon/client';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { type Manager, testManager } from '@regulon/runtime';
 import {
+  cutOffFromApiServer,
   cutOffFromPods,
   cutPodOffFrom,
   eventually,
+  loadImagesIntoRealNode,
   localImageCatalog,
   podPids,
   podSandboxPid,
@@ -23,8 +25,10 @@ import {
 } from '@regulon/testenv';
 import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
 import { Cache, type CacheObject } from './api.ts';
-import { clientPod, cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
+import { apiServerAddresses, clientPod, cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
 import { setupCacheController } from './index.ts';
+import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
+import { REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
 
 const CLIENT_POD = 'client';
 const NAME = 'sessions';
@@ -38,6 +42,8 @@ const FAILOVER_DELAY_S = 10;
 const PARTITION_S = 2 * FAILOVER_DELAY_S;
 /** The group a manager process runs in when a test cuts it off from the Pods (see cutOffFromPods). */
 const CUT_OFF_GID = 64_244;
+/** How long the API-server scenario keeps the API server from the manager and the instances. */
+const API_OUTAGE_S = 60;
 
 const settled = (c: CacheObject) =>
   c.status?.observedGeneration === c.metadata.generation &&
@@ -56,7 +62,7 @@ interface Write {
   acked: boolean;
 }
 
-describe('replicated redis on the real node', { timeout: 10 * 60_000 }, () => {
+describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
   let env: TestEnv;
   let client: KubeClient;
   let mgr: Manager;
@@ -64,6 +70,7 @@ describe('replicated redis on the real node', { timeout: 10 * 60_000 }, () => {
   let ns: string;
   let password: string;
   let catalogDocument: unknown;
+  let agentImage: string | undefined;
   const caches = () => client.resource<CacheObject>(Cache.type);
   const pods = () => client.resource<V1Pod>(Kinds.Pod);
   const get = () => caches().get(NAME, { namespace: ns });
@@ -179,9 +186,33 @@ done`,
     for (let i = 1; i < acked.length; i++) gap = Math.max(gap, acked[i]!.at - acked[i - 1]!.at);
     return gap;
   };
+  /** A manager with this suite's options in a process of its own, in the group the partitions match. */
+  const managerProcess = () =>
+    startManagerProcess(
+      new URL('./testing/manager-process.ts', import.meta.url),
+      {
+        kubeconfigPath: env.kubeconfigPath,
+        namespace: ns,
+        options: { catalog: catalogDocument, instanceAgentImage: agentImage },
+      },
+      CUT_OFF_GID,
+    );
+  /** The primary Lease comes to name `primary`: its agent holds and renews it. */
+  const leaseFollows = (primary: string) =>
+    eventually(
+      `the primary Lease naming ${primary}`,
+      async () =>
+        (await client.resource(Kinds.Lease).get(`${NAME}-primary`, { namespace: ns })).spec
+          ?.holderIdentity === primary,
+      30_000,
+      200,
+    );
   const startManager = () => {
     mgr = testManager(env.kubeConfig, { namespace: ns });
-    setupCacheController(mgr, { imageCatalog: ImageCatalog.fromDocument(catalogDocument, 'testenv images') });
+    setupCacheController(mgr, {
+      imageCatalog: ImageCatalog.fromDocument(catalogDocument, 'testenv images'),
+      instanceAgentImage: agentImage,
+    });
     running = mgr.start();
   };
   before(async () => {
@@ -191,6 +222,10 @@ done`,
     ns = await env.newNamespace('replicated', { realNode: true });
     const local = await localImageCatalog();
     catalogDocument = local;
+    // The instances run under the instance agent, copied from the manager image.
+    const image = await ensureManagerImage();
+    loadImagesIntoRealNode(env.controlPlane.state.dir, [image]);
+    agentImage = image.ref;
     startManager();
     await caches().create(
       Cache.object({
@@ -286,6 +321,20 @@ done`,
       30_000,
       200,
     );
+    // Each instance runs under the instance agent, and the primary's holds the primary Lease.
+    for (const p of list)
+      assert.match(p.spec!.containers[0]!.command!.join(' '), /agent\.mjs .*--lease sessions-primary/);
+    await leaseFollows(primary);
+    // The agent's two questions, asked in each container as the agent asks them: the role of each,
+    // and on the primary every instance in touch, of the count the topology records.
+    const inContainer = async (pod: string, command: string) =>
+      (await kubectl(['exec', pod, '-c', 'redis', '--', 'sh', '-c', command])).trim();
+    for (const p of list)
+      assert.equal(
+        await inContainer(p.metadata!.name!, REDIS_ROLE_COMMAND),
+        p.metadata!.name === primary ? 'primary' : 'replica',
+      );
+    assert.equal(await inContainer(primary, REDIS_QUORUM_COMMAND), `${REPLICAS} ${REPLICAS}`);
   });
 
   test('the manager cut off from the Pods under a write load: the Services keep every endpoint, nothing fails over, the Cache says why; all as before once healed', async (t) => {
@@ -302,11 +351,7 @@ done`,
     // with no memory, so it is also a new manager's first look. The API server stays reachable.
     mgr.stop();
     await running;
-    const child = startManagerProcess(
-      new URL('./testing/manager-process.ts', import.meta.url),
-      { kubeconfigPath: env.kubeconfigPath, namespace: ns, options: catalogDocument },
-      CUT_OFF_GID,
-    );
+    const child = managerProcess();
     const partition = cutOffFromPods(CUT_OFF_GID);
     const cutAt = Date.now();
     const sampler = sampleRoles();
@@ -462,6 +507,86 @@ done`,
     );
   });
 
+  test('the API server unreachable for 60 s from the manager and every instance: nothing fails over or stops, writes go on, the primary Lease comes back to the primary', async (t) => {
+    assert.ok(password, 'the first test ran');
+    const before = await eventually(
+      'settled before the outage',
+      async () => settled(await get()) && get(),
+      120_000,
+      250,
+    );
+    const primary = before.status!.currentPrimary!;
+    const apiAddresses = await apiServerAddresses(client);
+    // The manager in a process of its own, which the outage cuts off from the API server too.
+    mgr.stop();
+    await running;
+    const child = managerProcess();
+    const cuts: Array<{ heal(): void }> = [];
+    const sampler = sampleRoles();
+    try {
+      const primaryUid = (await pods().get(primary, { namespace: ns })).metadata!.uid!;
+      const [server] = podPids(primaryUid, (argv) => /redis-server/.test(argv[0] ?? ''));
+      assert.ok(server, `the server process of ${primary}`);
+      const writer = writeFor(API_OUTAGE_S + 20);
+      await new Promise((r) => setTimeout(r, WRITER_WARMUP_S * 1000));
+      cuts.push(cutOffFromApiServer(CUT_OFF_GID, env.server));
+      for (const i of before.status!.instances!) {
+        const uid = (await pods().get(i.name, { namespace: ns })).metadata!.uid!;
+        cuts.push(cutPodOffFrom(podSandboxPid(uid), apiAddresses));
+      }
+      const cutAt = Date.now();
+      // The outage itself: past the renew deadline (10 s) the primary's agent has lost its Lease, and
+      // serves on while its replicas are in touch with it.
+      await new Promise((r) => setTimeout(r, API_OUTAGE_S * 1000));
+      for (const cut of cuts.splice(0)) cut.heal();
+      const healedAt = Date.now();
+      // The holder's name outlives an expired Lease: a renewal stamped after the healing shows the
+      // agent holds it again (its clock is this machine's).
+      await eventually(
+        `${primary} renews the primary Lease again`,
+        async () => {
+          const lease = await client.resource(Kinds.Lease).get(`${NAME}-primary`, { namespace: ns });
+          return (
+            lease.spec?.holderIdentity === primary &&
+            new Date(lease.spec?.renewTime ?? 0).getTime() >= healedAt
+          );
+        },
+        30_000,
+        200,
+      );
+      const regained = Date.now() - healedAt;
+      const writes = await writer;
+      const { rounds, splitBrains, masters } = await sampler.stop();
+      const acked = writes.filter((w) => w.acked);
+      const during = acked.filter((w) => w.at >= cutAt && w.at <= healedAt);
+      const gap = longestGap(acked);
+      t.diagnostic(
+        `API server unreachable for ${((healedAt - cutAt) / 1000).toFixed(1)} s: ${during.length} writes acknowledged meanwhile, longest gap ${gap} ms; the Lease renewed by ${primary} ${(regained / 1000).toFixed(1)} s after; sampler rounds ${rounds}, split brains ${splitBrains.length}`,
+      );
+      assert.deepEqual(splitBrains, [], 'never two masters at once');
+      assert.deepEqual(masters, [primary], 'the primary never moved');
+      assert.ok(
+        acked.some((w) => w.at >= cutAt + API_OUTAGE_S * 1000 - 2_000),
+        'writes acknowledged to the end of the outage',
+      );
+      assert.ok(gap < 5_000, `writes went on throughout: the longest gap was ${gap} ms`);
+      const [now] = podPids(primaryUid, (argv) => /redis-server/.test(argv[0] ?? ''));
+      assert.equal(
+        now,
+        server,
+        `${primary}'s server ran throughout: neither its agent nor the kubelet stopped it`,
+      );
+      const c = await get();
+      const primaryPod = await pods().get(c.status!.currentPrimary!, { namespace: ns });
+      assert.equal(await present(primaryPod.status!.podIP!, acked), acked.length, 'no acknowledged key lost');
+    } finally {
+      for (const cut of cuts) cut.heal();
+      await sampler.stop();
+      await stopManagerProcess(child);
+      startManager();
+    }
+  });
+
   test('the primary Pod deleted under a write load: a replica is promoted, writes resume, never two primaries, the old one rejoins', async (t) => {
     assert.ok(password, 'the first test ran');
     const before = await get();
@@ -531,6 +656,8 @@ done`,
     const reasons = await eventReasons();
     for (const r of ['FailoverStarted', 'Promoted'])
       assert.ok(reasons.includes(r), `a ${r} Event (${reasons.join(', ')})`);
+    // The old primary's agent released the Lease once its server stopped; the new one's holds it.
+    await leaseFollows(c.status!.currentPrimary!);
   });
 
   test('persistence: a primary whose server dies does not come back writable while a replica runs (its append-only file may lack the last second the replica has): the replica takes over, and every key it held before the crash is kept', async (t) => {

@@ -53,16 +53,20 @@ export function controlledWorkload(
   return live && isControlledBy(live, cache) ? live : undefined;
 }
 
-/** What the status is computed from: the controlled workload, and the one `catalog` says it should be. */
+/**
+ * What the status is computed from: the controlled workload, and the one `catalog` says it should
+ * be (under the instance agent when the manager runs it, `agentImage`, as the reconcile applies it).
+ */
 export function observedFrom(
   cache: CacheObject & Owner,
   ctx: Pick<Context, 'get'>,
   catalog: ImageCatalog,
+  agentImage?: string,
 ): Observed {
   const imageRef = image(cache, catalog);
   return {
     workload: controlledWorkload(cache, ctx),
-    desired: imageRef ? desiredWorkload(cache, imageRef) : undefined,
+    desired: imageRef ? desiredWorkload(cache, imageRef, undefined, agentImage) : undefined,
   };
 }
 

@@ -6,7 +6,6 @@ import {
 } from '@regulon/conventions';
 import type {
   V1ConfigMap,
-  V1Container,
   V1CronJob,
   V1PodDisruptionBudget,
   V1Role,
@@ -15,23 +14,14 @@ import type {
   V1Service,
   V1ServiceAccount,
   V1StatefulSet,
-  V1Volume,
 } from '@kubernetes/client-node';
-import {
-  agentCommand,
-  agentEnv,
-  agentInstallContainer,
-  agentRules,
-  agentVolume,
-  agentVolumeMount,
-} from '@regulon/instance-agent/pod';
+import { agentRole, agentRoleBinding, underAgent, type AgentGrant } from '@regulon/instance-agent/pod';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { DatabaseObject } from './api.ts';
 import { renderConfig } from './config.ts';
-import { MEMBERS_KEY } from './instance-env.ts';
 import { engineOf } from './engines/index.ts';
 import type { Topology } from './replication/plan.ts';
-import { topologyData, topologyFromData } from '@regulon/conventions';
+import { MEMBERS_KEY, topologyData, topologyFromData } from '@regulon/conventions';
 import { childNames, labels, MAX_REPLICAS, ROLE_LABEL, selector } from './names.ts';
 import { ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
 
@@ -157,61 +147,27 @@ export function runsAgent(db: DatabaseObject, agentImage: string | undefined): a
   return agentImage !== undefined && engineOf(db).agent !== undefined;
 }
 
-/** The Role that lets the instance agents read and renew the Database's primary Lease; undefined without them. */
-export function desiredAgentRole(db: DatabaseObject, agentImage?: string): V1Role | undefined {
-  if (!runsAgent(db, agentImage)) return undefined;
+/** What the Database's agents are granted (see agentRole in @regulon/instance-agent). */
+function agentGrant(db: DatabaseObject): AgentGrant {
   const n = childNames(db);
   return {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name: n.agentRole, labels: labels(db) },
+    role: n.agentRole,
+    serviceAccount: n.serviceAccount,
+    namespace: db.metadata.namespace!,
+    lease: n.primaryLease,
     // Every ordinal a Database may have: each agent reads its own Pod, whatever the scale.
-    rules: agentRules(
-      n.primaryLease,
-      Array.from({ length: MAX_REPLICAS }, (_, i) => `${db.metadata.name}-${i}`),
-    ),
+    pods: Array.from({ length: MAX_REPLICAS }, (_, i) => `${db.metadata.name}-${i}`),
+    labels: labels(db),
   };
+}
+
+/** The Role that lets the instance agents read and renew the Database's primary Lease; undefined without them. */
+export function desiredAgentRole(db: DatabaseObject, agentImage?: string): V1Role | undefined {
+  return runsAgent(db, agentImage) ? agentRole(agentGrant(db)) : undefined;
 }
 
 export function desiredAgentRoleBinding(db: DatabaseObject, agentImage?: string): V1RoleBinding | undefined {
-  if (!runsAgent(db, agentImage)) return undefined;
-  const n = childNames(db);
-  return {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: n.agentRole, labels: labels(db) },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: n.agentRole },
-    subjects: [{ kind: 'ServiceAccount', name: n.serviceAccount, namespace: db.metadata.namespace! }],
-  };
-}
-
-/**
- * The engine container under the instance agent: the agent is its command,
- * the engine's command after `--`; an init container copies the agent out of
- * `agentImage` (the manager image) into a volume the container mounts.
- */
-function underAgent(
-  db: DatabaseObject,
-  container: V1Container,
-  agentImage: string,
-): { container: V1Container; initContainer: V1Container; volume: V1Volume } {
-  const agent = engineOf(db).agent!;
-  return {
-    container: {
-      ...container,
-      command: agentCommand({
-        lease: childNames(db).primaryLease,
-        roleCommand: agent.roleCommand,
-        quorumCommand: agent.quorumCommand,
-        engine: [...(container.command ?? []), ...(container.args ?? [])],
-      }),
-      args: undefined,
-      env: [...(container.env ?? []), ...agentEnv()],
-      volumeMounts: [...(container.volumeMounts ?? []), agentVolumeMount()],
-    },
-    initContainer: agentInstallContainer(agentImage, restrictedContainerSecurityContext()),
-    volume: agentVolume(),
-  };
+  return runsAgent(db, agentImage) ? agentRoleBinding(agentGrant(db)) : undefined;
 }
 
 export function desiredServices(db: DatabaseObject): {
@@ -266,7 +222,17 @@ export function desiredStatefulSet(
     .map(([k, v]) => `${k}\n${v}`)
     .join('\n');
   const pod = engineOf(db).pod(db, credentialsSecret, engineImage(db, imageRef));
-  const agent = runsAgent(db, agentImage) ? underAgent(db, pod.container, agentImage) : undefined;
+  const engineAgent = engineOf(db).agent;
+  const agent =
+    runsAgent(db, agentImage) && engineAgent
+      ? underAgent(pod.container, {
+          lease: childNames(db).primaryLease,
+          roleCommand: engineAgent.roleCommand,
+          quorumCommand: engineAgent.quorumCommand,
+          image: agentImage,
+          securityContext: restrictedContainerSecurityContext(),
+        })
+      : undefined;
   const container = agent?.container ?? pod.container;
   const volumes = agent ? [...pod.volumes, agent.volume] : pod.volumes;
   return {

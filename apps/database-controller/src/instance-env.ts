@@ -27,9 +27,6 @@ export function instanceEnv(db: DatabaseObject, credentialsSecret: string): V1En
   ];
 }
 
-/** The topology ConfigMap's key for the number of instances (spec.replicas), beside the topology. */
-export const MEMBERS_KEY = 'members';
-
 /** The config ConfigMap (the engine's files and start script) and the topology the script reads. */
 export function instanceVolumes(db: DatabaseObject): V1Volume[] {
   const n = childNames(db);

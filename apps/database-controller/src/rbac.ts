@@ -1,4 +1,5 @@
 import type { V1PolicyRule } from '@kubernetes/client-node';
+import { AGENT_MANAGER_RULES } from '@regulon/instance-agent/pod';
 
 /**
  * Everything the Database controller does to the API, as RBAC rules: the
@@ -71,25 +72,8 @@ export const DATABASE_BACKUP_RBAC: readonly V1PolicyRule[] = [
 
 /**
  * What the controller needs beyond DATABASE_RBAC when it runs the instance
- * agent (--instance-agent-image). Not in the generated ClusterRole: Leases
- * granted cluster-wide reach the control plane's own (kube-system's leader
- * elections, kube-node-lease's heartbeats), so an installation that turns the
- * agent on grants these in an overlay (deploy/README.md).
- * - roles, rolebindings: per Database, the agents' right to read and renew
- *   their one primary Lease (RBAC lets the manager grant only what it holds);
- * - leases: the primary Lease, created without a holder, read each reconcile
- *   (not cached: its renewals every 2 s would be events for nothing), and
- *   rewritten to name each promoted instance;
- * - pods get: granted on to the agents, each of which reads its own Pod
- *   (RBAC again: the manager itself lists and watches Pods, but a Role that
- *   grants `get` needs the manager to hold `get`).
+ * agent (--instance-agent-image): AGENT_MANAGER_RULES (@regulon/instance-agent,
+ * which says why they are not in the generated ClusterRole). The instances'
+ * service accounts are DATABASE_RBAC's: a Database always has one.
  */
-export const INSTANCE_AGENT_RBAC: readonly V1PolicyRule[] = [
-  {
-    apiGroups: ['rbac.authorization.k8s.io'],
-    resources: ['roles', 'rolebindings'],
-    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
-  },
-  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
-  { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
-];
+export const INSTANCE_AGENT_RBAC: readonly V1PolicyRule[] = AGENT_MANAGER_RULES;

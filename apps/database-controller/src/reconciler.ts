@@ -1,6 +1,6 @@
 import type { V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import { isAlreadyExists, Kinds, isNotFound, metadataOnly, retyped } from '@regulon/client';
-import type { PrimaryLease } from '@regulon/conventions';
+import { Kinds, isNotFound, metadataOnly } from '@regulon/client';
+import { ensurePrimaryLease } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import {
   CHILD_CONFLICT,
@@ -30,7 +30,6 @@ import {
   firstTopology,
   instanceCount,
   recordedTopology,
-  PRIMARY_LEASE_SECONDS,
   reconcileReplication,
   ReplicationMemory,
   type ReplicationView,
@@ -106,7 +105,18 @@ export function reconcileDatabase(
       await ctx.apply([topologyConfigMap(db, topology)]);
     // The primary Lease too: the agents may only read and renew it (see agentRules).
     const lease = runsAgent(db, agentImage)
-      ? { read: await ensurePrimaryLease(db, ctx), failsafe: engine.agent?.quorumCommand !== undefined }
+      ? {
+          read: await ensurePrimaryLease(
+            ctx.client,
+            { apiVersion: db.apiVersion ?? 'regulon.dev/v1beta1', kind: 'Database', metadata: db.metadata },
+            {
+              name: childNames(db).primaryLease,
+              labels: labels(db),
+              signal: ctx.signal,
+            },
+          ),
+          failsafe: engine.agent?.quorumCommand !== undefined,
+        }
       : undefined;
     await ctx.apply(children.flatMap((c) => (c.object ? [c.object] : [])));
     for (const c of children) if (!c.object) await ctx.delete(c.type, c.name);
@@ -192,50 +202,6 @@ async function scheduleBackups(
     index: { name: BACKUPS_BY_DATABASE, value: db.metadata.name! },
   });
   return ensureScheduledBackup(db, ctx, existing);
-}
-
-/**
- * The Database's primary Lease, as the API server has it, created without a
- * holder (owned by the Database) when it does not exist: the first primary's
- * agent takes it, and the manager writes each promoted instance into it.
- */
-async function ensurePrimaryLease(db: DatabaseObject, ctx: Context): Promise<PrimaryLease> {
-  const leases = ctx.client.resource(retyped<PrimaryLease>(Kinds.Lease));
-  const name = childNames(db).primaryLease;
-  const namespace = db.metadata.namespace!;
-  try {
-    return await leases.get(name, { namespace, signal: ctx.signal });
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-  try {
-    return await leases.create(
-      {
-        apiVersion: 'coordination.k8s.io/v1',
-        kind: 'Lease',
-        metadata: {
-          name,
-          namespace,
-          labels: labels(db),
-          ownerReferences: [
-            {
-              apiVersion: db.apiVersion ?? 'regulon.dev/v1beta1',
-              kind: 'Database',
-              name: db.metadata.name!,
-              uid: db.metadata.uid!,
-              controller: true,
-              blockOwnerDeletion: true,
-            },
-          ],
-        },
-        spec: { leaseDurationSeconds: PRIMARY_LEASE_SECONDS },
-      },
-      { signal: ctx.signal },
-    );
-  } catch (err) {
-    if (!isAlreadyExists(err)) throw err;
-    return leases.get(name, { namespace, signal: ctx.signal });
-  }
 }
 
 /** desiredChildren, with parameters the engine can't take reported as a problem: nothing is applied. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseAgentArgs } from './config.ts';
-import { AGENT_MOUNT, agentCommand } from './pod.ts';
+import { AGENT_MOUNT, agentCommand, underAgent } from './pod.ts';
 
 /** The kubelet's expansion of a container's command: `$(NAME)` from its variables, `$$` to `$`. */
 function expand(arg: string, vars: Record<string, string>): string {
@@ -30,4 +30,38 @@ test('the command the Pod runs is the agent with its Lease, identity and role co
   assert.equal(config.roleCommand, roleCommand, "a shell's $( reaches the shell as written");
   assert.equal(config.quorumCommand, 'echo 2 3');
   assert.deepEqual(config.engine, ['bash', '/etc/regulon/start.sh']);
+});
+
+test("under the agent, the container keeps its engine and volumes, and its memory grows by the agent's 128 MiB where one is set", () => {
+  const { container, initContainer, volume } = underAgent(
+    {
+      name: 'redis',
+      command: ['sh', '-c', 'exec redis-server /etc/redis/redis.conf'],
+      resources: { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '64Mi' } },
+      volumeMounts: [{ name: 'config', mountPath: '/etc/redis' }],
+    },
+    {
+      lease: 'sessions-primary',
+      roleCommand: 'echo primary',
+      image: 'regulon.local/manager:1',
+      securityContext: {},
+    },
+  );
+  assert.deepEqual(container.resources, {
+    requests: { cpu: '100m', memory: '192Mi' },
+    limits: { memory: '192Mi' },
+  });
+  assert.deepEqual(container.command!.slice(-3), ['sh', '-c', 'exec redis-server /etc/redis/redis.conf']);
+  assert.deepEqual(
+    container.volumeMounts!.map((m) => m.mountPath),
+    ['/etc/redis', AGENT_MOUNT],
+  );
+  assert.equal(initContainer.image, 'regulon.local/manager:1');
+  assert.equal(volume.name, container.volumeMounts![1]!.name);
+  // A container without a memory figure gets none: no limit appears from nowhere.
+  const bare = underAgent(
+    { name: 'postgres', command: ['bash', 'start.sh'], resources: { requests: { cpu: '1' } } },
+    { lease: 'db-primary', roleCommand: 'echo primary', image: 'm', securityContext: {} },
+  );
+  assert.deepEqual(bare.container.resources, { requests: { cpu: '1' } });
 });

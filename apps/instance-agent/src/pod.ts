@@ -3,7 +3,16 @@
 // binary and the agent's one-file bundle, bundle.ts), copied by an init
 // container into a volume the engine container mounts, so an engine image
 // needs only glibc and libstdc++ (README, "How it gets into the Pod").
-import type { V1Container, V1EnvVar, V1PolicyRule, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
+import type {
+  V1Container,
+  V1EnvVar,
+  V1PolicyRule,
+  V1Role,
+  V1RoleBinding,
+  V1Volume,
+  V1VolumeMount,
+} from '@kubernetes/client-node';
+import { quantityValue } from '@regulon/runtime';
 
 /** Where the manager image (apps/manager/Dockerfile) holds Node and the agent's bundle. */
 export const IMAGE_NODE = '/usr/local/bin/node';
@@ -100,4 +109,128 @@ export function agentRules(lease: string, pods: readonly string[]): V1PolicyRule
       ? [{ apiGroups: [''], resources: ['pods'], resourceNames: [...pods], verbs: ['get'] }]
       : []),
   ];
+}
+
+/** Names of what an owner's (a Database's or a replicated Cache's) agents are given. */
+export interface AgentGrant {
+  /** The Role's and the RoleBinding's name. */
+  role: string;
+  /** The instances' service account, in the owner's namespace. */
+  serviceAccount: string;
+  namespace: string;
+  /** The primary Lease's name. */
+  lease: string;
+  /** Every Pod name an instance may have (each agent reads its own). */
+  pods: readonly string[];
+  labels: Record<string, string>;
+}
+
+/** The Role that lets an owner's agents read and renew its primary Lease and read their Pods (agentRules). */
+export function agentRole(g: AgentGrant): V1Role {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: g.role, labels: g.labels },
+    rules: agentRules(g.lease, g.pods),
+  };
+}
+
+/** Binds agentRole to the instances' service account. */
+export function agentRoleBinding(g: AgentGrant): V1RoleBinding {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: g.role, labels: g.labels },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: g.role },
+    subjects: [{ kind: 'ServiceAccount', name: g.serviceAccount, namespace: g.namespace }],
+  };
+}
+
+/**
+ * What a manager needs to run its instances under the agent, beyond its own
+ * controller's rules. Not for a base ClusterRole: Leases granted
+ * cluster-wide reach the control plane's own (kube-system's leader
+ * elections, kube-node-lease's heartbeats), so an installation that turns
+ * the agent on grants these in an overlay (deploy/README.md).
+ * - roles, rolebindings: per owner, the agents' right to read and renew
+ *   their one primary Lease (RBAC lets the manager grant only what it holds);
+ * - leases: the primary Lease, created without a holder, read each reconcile
+ *   (not cached: its renewals every 2 s would be events for nothing), and
+ *   rewritten to name each promoted instance;
+ * - pods get: granted on to the agents, each of which reads its own Pod
+ *   (RBAC again: a Role that grants `get` needs the manager to hold `get`).
+ */
+export const AGENT_MANAGER_RULES: readonly V1PolicyRule[] = [
+  {
+    apiGroups: ['rbac.authorization.k8s.io'],
+    resources: ['roles', 'rolebindings'],
+    verbs: ['list', 'watch', 'create', 'patch', 'delete'],
+  },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get'] },
+];
+
+/**
+ * An engine container made to run under the agent: the agent becomes its
+ * command, the engine's command and arguments follow `--`, and it mounts the
+ * volume an init container fills with the agent copied out of `o.image` (the
+ * manager image). The caller adds the init container and the volume to the
+ * Pod.
+ */
+export function underAgent(
+  container: V1Container,
+  o: Omit<AgentCommandOptions, 'engine'> & {
+    image: string;
+    securityContext: V1Container['securityContext'];
+  },
+): { container: V1Container; initContainer: V1Container; volume: V1Volume } {
+  return {
+    container: {
+      ...container,
+      resources: withAgentMemory(container.resources),
+      command: agentCommand({
+        lease: o.lease,
+        roleCommand: o.roleCommand,
+        quorumCommand: o.quorumCommand,
+        engine: [...(container.command ?? []), ...(container.args ?? [])],
+      }),
+      args: undefined,
+      env: [...(container.env ?? []), ...agentEnv()],
+      volumeMounts: [...(container.volumeMounts ?? []), agentVolumeMount()],
+    },
+    initContainer: agentInstallContainer(o.image, o.securityContext),
+    volume: agentVolume(),
+  };
+}
+
+/**
+ * What the agent adds to its container's memory: Node and the bundle, about
+ * 25-45 MiB resident, plus the pages of the Node binary (about 120 MB on disk)
+ * that it runs from, which the container's memory cgroup counts too. Below
+ * that, the kernel keeps evicting them and the agent crawls. The engine's own
+ * figure (a cache's maxmemory, a database's buffers) stays as the user set it.
+ */
+export const AGENT_MEMORY_BYTES = 128 * 1024 ** 2;
+
+/**
+ * The engine's memory request and limit, each raised by AGENT_MEMORY_BYTES
+ * where one is set: the agent runs in the same container, and a limit sized
+ * for the engine alone starves both (a 64 MiB redis left the agent unable to
+ * renew its Lease in time, and it fenced its own engine).
+ */
+function withAgentMemory(resources: V1Container['resources']): V1Container['resources'] {
+  if (!resources) return resources;
+  const raise = (list: Record<string, string> | undefined) => {
+    const memory = list?.['memory'];
+    if (memory === undefined) return list;
+    const mib = Math.ceil((quantityValue(memory) + AGENT_MEMORY_BYTES) / 1024 ** 2);
+    return { ...list, memory: `${mib}Mi` };
+  };
+  const requests = raise(resources.requests);
+  const limits = raise(resources.limits);
+  return {
+    ...resources,
+    ...(requests ? { requests } : {}),
+    ...(limits ? { limits } : {}),
+  };
 }

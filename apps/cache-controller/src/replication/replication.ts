@@ -16,7 +16,10 @@ import {
   type Topology,
   type ReplicationMemory,
   podTrouble,
+  claimPrimaryLease,
+  type LeaseJudgement,
   type PodTrouble,
+  type PrimaryLease,
 } from '@regulon/conventions';
 import type { Context } from '@regulon/runtime';
 import type { CacheObject } from '../api.ts';
@@ -50,13 +53,17 @@ export interface ReplicationView {
  * cache a moment behind this manager's own last write would name the former
  * primary again, and the plan would fence the new one.
  */
-export async function recordedTopology(cache: CacheObject, ctx: Context): Promise<Topology | undefined> {
+export async function recordedTopology(
+  cache: CacheObject,
+  ctx: Context,
+): Promise<{ topology: Topology; data: Record<string, string> } | undefined> {
   const cm = await ignoreNotFound(
     ctx.client
       .resource(Kinds.ConfigMap)
       .get(childNames(cache).topology, { namespace: cache.metadata.namespace!, signal: ctx.signal }),
   );
-  return topologyFromData(cm?.data);
+  const topology = topologyFromData(cm?.data);
+  return topology && { topology, data: cm!.data! };
 }
 
 /** A new replicated Cache starts with ordinal 0 named: it comes up writable, the others follow it. */
@@ -83,6 +90,7 @@ export async function reconcileReplication(
   ctx: Context,
   topology: Topology,
   memory: ReplicationMemory,
+  lease?: PrimaryLease,
   now = Date.now(),
 ): Promise<{ view: ReplicationView; requeueAfter: number }> {
   const ns = cache.metadata.namespace!;
@@ -129,6 +137,15 @@ export async function reconcileReplication(
     });
   });
 
+  // Under the instance agent: this manager's judgement of the primary Lease, from its reads. The
+  // agents keep a primary serving through an API-server outage while a majority is in touch with
+  // it (failsafe: REDIS_QUORUM_COMMAND), which the plan waits out before any promotion.
+  let primaryLease: LeaseJudgement | undefined;
+  if (lease) {
+    const view = memory.primaryLease(cache.metadata.uid!);
+    view.observe(lease);
+    primaryLease = view.judge();
+  }
   const decided = plan({
     replicas: cache.spec.replicas,
     members,
@@ -139,6 +156,8 @@ export async function reconcileReplication(
     now,
     switchoverTo: undefined,
     lastAnswer: memory.lastAnswer(cache.metadata.uid!, topology.primary, members),
+    primaryLease,
+    primaryFailsafe: lease ? true : undefined,
   });
   await applyRoleLabels(ctx, cache.metadata.namespace!, byName, decided.roles, ROLE_LABEL);
   const endpointOf = (pod: string): Endpoint => {
@@ -190,6 +209,16 @@ function carryOut(
     deletePod: (pod, uid, grace) => deleteObservedPod(ctx, cache.metadata.namespace!, pod, uid, grace),
     promote: async (pod) => {
       if (!observations.get(pod)?.reachable) return false;
+      // The instance is written into the primary Lease first, as a compare-and-swap on the
+      // record judged: an old holder that renewed since makes it conflict, and nothing is promoted.
+      const claimed = await claimPrimaryLease(ctx.client, ctx.log, {
+        namespace: cache.metadata.namespace!,
+        name: childNames(cache).primaryLease,
+        pod,
+        judged: step.kind === 'promote' ? step.lease : undefined,
+        signal: ctx.signal,
+      });
+      if (!claimed) return false;
       const { promote } = await import('./redis.ts');
       await promote(endpointOf(pod));
       return true;

@@ -4,6 +4,10 @@ import { runManagerProcess } from '@regulon/conventions';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { setupCacheController } from '../index.ts';
 
-await runManagerProcess((mgr, catalog) =>
-  setupCacheController(mgr, { imageCatalog: ImageCatalog.fromDocument(catalog, 'the test manager process') }),
-);
+await runManagerProcess((mgr, options) => {
+  const { catalog, instanceAgentImage } = options as { catalog: unknown; instanceAgentImage?: string };
+  setupCacheController(mgr, {
+    imageCatalog: ImageCatalog.fromDocument(catalog, 'the test manager process'),
+    instanceAgentImage,
+  });
+});

@@ -1,9 +1,10 @@
 // What the real-node tests of the Cache share: the client image and its Pod,
-// kubectl in the test's namespace, and where a Service sends connections.
+// kubectl in the test's namespace, where a Service sends connections, and
+// where the Pods reach the API server.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { V1EndpointSlice, V1EnvVar, V1Pod } from '@kubernetes/client-node';
-import type { KubeClient, ResourceType } from '@regulon/client';
+import { Kinds, type KubeClient, type ResourceType } from '@regulon/client';
 import type { Condition } from '@regulon/runtime';
 import type { TestEnv } from '@regulon/testenv';
 import type { CacheObject } from '../api.ts';
@@ -66,4 +67,16 @@ export async function serviceTargets(client: KubeClient, ns: string, service: st
     .filter((e) => e.conditions?.ready !== false)
     .flatMap((e) => (e.targetRef?.uid ? [e.targetRef.uid] : []))
     .sort();
+}
+
+/** What the Pods dial for the API server: the kubernetes Service's address, and the addresses behind it. */
+export async function apiServerAddresses(client: KubeClient): Promise<string[]> {
+  const api = await client.resource(Kinds.Service).get('kubernetes', { namespace: 'default' });
+  const slices = await client
+    .resource(EndpointSlices)
+    .list({ namespace: 'default', labelSelector: 'kubernetes.io/service-name=kubernetes' });
+  return [
+    api.spec!.clusterIP!,
+    ...slices.items.flatMap((s) => s.endpoints?.flatMap((e) => e.addresses) ?? []),
+  ];
 }

@@ -29,7 +29,7 @@ export {
   type InstancePod,
   type RollingStatefulSet,
 } from './members.ts';
-export { topologyData, topologyFromData } from './topology.ts';
+export { MEMBERS_KEY, topologyData, topologyFromData } from './topology.ts';
 export { failoverQuorumReporter, QUORUM_METRIC, QUORUM_REASON } from './quorum-report.ts';
 export { carryOutStep, type StepActions } from './steps.ts';
 export { applyRoleLabels, deleteObservedPod } from './pods.ts';
@@ -41,10 +41,14 @@ export {
   UNREACHABLE_METRIC,
 } from './reachability.ts';
 export {
+  claimPrimaryLease,
+  ensurePrimaryLease,
   PrimaryLeaseView,
   primaryLeaseName,
+  PRIMARY_LEASE_SECONDS,
   transferPrimaryLease,
   type LeaseJudgement,
+  type LeaseOwner,
   type LeaseTransfer,
   type PrimaryLease,
 } from './primary-lease.ts';

@@ -23,6 +23,9 @@ export type PrimaryLease = Lease;
 /** The primary Lease's name for a Database or Cache. */
 export const primaryLeaseName = (owner: string): string => `${owner}-primary`;
 
+/** The duration written into a primary Lease: the agents' default (15 s, renewed within 10 s). */
+export const PRIMARY_LEASE_SECONDS = 15;
+
 /** What the manager may conclude about the Lease now. */
 export type LeaseJudgement =
   /** Nobody holds it: never created, or released (holder cleared). */
@@ -161,4 +164,97 @@ export async function transferPrimaryLease(
     if (isConflict(err)) return false;
     throw err;
   }
+}
+
+/** The Database or replicated Cache a primary Lease belongs to (it is deleted with it). */
+export interface LeaseOwner {
+  apiVersion: string;
+  kind: string;
+  metadata: { name?: string | undefined; namespace?: string | undefined; uid?: string | undefined };
+}
+
+/**
+ * The owner's primary Lease as the API server has it (never a cache, which
+ * could lag the agents' renewals), created without a holder when it does not
+ * exist: the first primary's agent takes it, and the manager writes each
+ * promoted instance into it (claimPrimaryLease). The agents may only read and
+ * renew it, so creating it is the manager's.
+ */
+export async function ensurePrimaryLease(
+  client: Pick<KubeClient, 'resource'>,
+  owner: LeaseOwner,
+  o: { name: string; labels: Record<string, string>; signal?: AbortSignal | undefined },
+): Promise<PrimaryLease> {
+  const leases = client.resource(retyped<PrimaryLease>(Kinds.Lease));
+  const namespace = owner.metadata.namespace!;
+  try {
+    return await leases.get(o.name, { namespace, signal: o.signal });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  try {
+    return await leases.create(
+      {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: {
+          name: o.name,
+          namespace,
+          labels: o.labels,
+          ownerReferences: [
+            {
+              apiVersion: owner.apiVersion,
+              kind: owner.kind,
+              name: owner.metadata.name!,
+              uid: owner.metadata.uid!,
+              controller: true,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+        spec: { leaseDurationSeconds: PRIMARY_LEASE_SECONDS },
+      },
+      { signal: o.signal },
+    );
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+    return leases.get(o.name, { namespace, signal: o.signal });
+  }
+}
+
+/**
+ * Before `pod` is promoted: writes it into the primary Lease, as a
+ * compare-and-swap on the record the plan judged (transferPrimaryLease). True
+ * when the promotion may go on: written, or the Lease already names it, or
+ * no Lease is in play; false when the record changed since the judgement (an
+ * old holder renewed), and then nothing may be promoted this time.
+ */
+export async function claimPrimaryLease(
+  client: Pick<KubeClient, 'resource'>,
+  log: { info(obj: object, msg: string): void },
+  o: {
+    namespace: string;
+    name: string;
+    pod: string;
+    judged: LeaseJudgement | undefined;
+    signal?: AbortSignal;
+  },
+): Promise<boolean> {
+  const { judged, pod } = o;
+  if (!judged || judged.state === 'unknown' || (judged.state === 'held' && judged.holder === pod))
+    return true;
+  const written = await transferPrimaryLease(client, {
+    namespace: o.namespace,
+    name: o.name,
+    to: pod,
+    judged,
+    leaseDurationSeconds: PRIMARY_LEASE_SECONDS,
+    signal: o.signal,
+  });
+  if (!written) {
+    log.info({ pod }, 'the primary Lease changed since it was judged: not promoted this time');
+    return false;
+  }
+  log.info({ pod, from: 'holder' in judged ? judged.holder : undefined }, 'primary Lease handed over');
+  return true;
 }

@@ -1,5 +1,11 @@
 import type { Topology } from './plan.ts';
 
+/**
+ * The topology ConfigMap's key for the number of instances (spec.replicas),
+ * beside the topology: what the agents' quorum answers count a majority of.
+ */
+export const MEMBERS_KEY = 'members';
+
 /** The topology ConfigMap's data (see plan.ts): what the instances' start scripts read. */
 export function topologyData(t: Topology): Record<string, string> {
   return {

@@ -1,7 +1,7 @@
 import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
-import { restrictedContainerSecurityContext } from '@regulon/conventions';
 import type { DatabaseObject } from '../api.ts';
-import { instanceEnv, MEMBERS_KEY } from '../instance-env.ts';
+import { MEMBERS_KEY, restrictedContainerSecurityContext } from '@regulon/conventions';
+import { instanceEnv } from '../instance-env.ts';
 import { childNames } from '../names.ts';
 import { mariabackupEnv } from '../backup/mariabackup.ts';
 import { BACKUP_CA_MOUNT, CA_FILE, storeRepository, RECOVERY_MOUNT } from '../backup/pgbackrest.ts';

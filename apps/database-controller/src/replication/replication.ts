@@ -23,7 +23,7 @@ import {
   type Topology,
   ReplicationMemory,
   podTrouble,
-  transferPrimaryLease,
+  claimPrimaryLease,
   type LeaseJudgement,
   type PodTrouble,
   type PrimaryLease,
@@ -42,8 +42,6 @@ export const FORCE_PROMOTE_ANNOTATION = 'regulon.dev/force-promote';
 const DEFAULT_FAILOVER_DELAY_S = 10;
 /** spec.replication.switchoverCatchUpSeconds' default (the CRD's): kept here for objects stored before it. */
 const DEFAULT_SWITCHOVER_CATCH_UP_S = 60;
-/** The primary Lease's duration: the instance agent's default (it fences at its 10 s renew deadline). */
-export const PRIMARY_LEASE_SECONDS = 15;
 
 /** What the reconcile saw of the instances, for the status. */
 export interface ReplicationView {
@@ -275,25 +273,14 @@ function carryOut(
       if (!seen.password || !seen.driver || !seen.observations.get(pod)?.reachable) return false;
       // The instance is written into the primary Lease first, as a compare-and-swap on the
       // record judged: an old holder that renewed since makes it conflict, and nothing is promoted.
-      const judged = step.kind === 'promote' ? step.lease : undefined;
-      if (judged && judged.state !== 'unknown' && !(judged.state === 'held' && judged.holder === pod)) {
-        const written = await transferPrimaryLease(ctx.client, {
-          namespace: db.metadata.namespace!,
-          name: childNames(db).primaryLease,
-          to: pod,
-          judged,
-          leaseDurationSeconds: PRIMARY_LEASE_SECONDS,
-          signal: ctx.signal,
-        });
-        if (!written) {
-          ctx.log.info({ pod }, 'the primary Lease changed since it was judged: not promoted this time');
-          return false;
-        }
-        ctx.log.info(
-          { pod, from: 'holder' in judged ? judged.holder : undefined },
-          'primary Lease handed over',
-        );
-      }
+      const claimed = await claimPrimaryLease(ctx.client, ctx.log, {
+        namespace: db.metadata.namespace!,
+        name: childNames(db).primaryLease,
+        pod,
+        judged: step.kind === 'promote' ? step.lease : undefined,
+        signal: ctx.signal,
+      });
+      if (!claimed) return false;
       await seen.driver.promote(endpoint(seen.pods, pod, seen.password, ctx), db);
       return true;
     },
