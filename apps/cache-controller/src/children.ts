@@ -18,7 +18,13 @@ import type {
   V1StatefulSet,
   V1Volume,
 } from '@kubernetes/client-node';
-import { agentRole, agentRoleBinding, underAgent, type AgentGrant } from '@regulon/instance-agent/pod';
+import {
+  agentGrant,
+  agentRole,
+  agentRoleBinding,
+  underAgent,
+  type AgentGrant,
+} from '@regulon/instance-agent/pod';
 import type { KubeObject } from '@regulon/client';
 import type { CacheObject } from './api.ts';
 import { CONFIG_DIR, CONFIG_FILE, DATA_DIR, renderConfig, RUN_DIR } from './config.ts';
@@ -209,17 +215,9 @@ export function runsAgent(cache: CacheObject, agentImage: string | undefined): a
 }
 
 /** What the Cache's agents are granted (see agentRole in @regulon/instance-agent). */
-function agentGrant(cache: CacheObject): AgentGrant {
-  const n = childNames(cache);
-  return {
-    role: n.agentRole,
-    serviceAccount: n.serviceAccount,
-    namespace: cache.metadata.namespace!,
-    lease: n.primaryLease,
-    // Every ordinal a Cache may have: each agent reads its own Pod, whatever the scale.
-    pods: Array.from({ length: MAX_REPLICAS }, (_, i) => `${cache.metadata.name}-${i}`),
-    labels: labels(cache),
-  };
+function grantOf(cache: CacheObject): AgentGrant {
+  const { name, namespace } = cache.metadata;
+  return agentGrant({ name: name!, namespace: namespace! }, childNames(cache), MAX_REPLICAS, labels(cache));
 }
 
 /**
@@ -231,7 +229,7 @@ export function desiredAgentAccess(
   agentImage: string | undefined,
 ): [V1ServiceAccount, V1Role, V1RoleBinding] | [] {
   if (!runsAgent(cache, agentImage)) return [];
-  const grant = agentGrant(cache);
+  const grant = grantOf(cache);
   return [
     {
       apiVersion: 'v1',

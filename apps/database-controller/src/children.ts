@@ -15,7 +15,13 @@ import type {
   V1ServiceAccount,
   V1StatefulSet,
 } from '@kubernetes/client-node';
-import { agentRole, agentRoleBinding, underAgent, type AgentGrant } from '@regulon/instance-agent/pod';
+import {
+  agentGrant,
+  agentRole,
+  agentRoleBinding,
+  underAgent,
+  type AgentGrant,
+} from '@regulon/instance-agent/pod';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { DatabaseObject } from './api.ts';
 import { renderConfig } from './config.ts';
@@ -148,26 +154,18 @@ export function runsAgent(db: DatabaseObject, agentImage: string | undefined): a
 }
 
 /** What the Database's agents are granted (see agentRole in @regulon/instance-agent). */
-function agentGrant(db: DatabaseObject): AgentGrant {
-  const n = childNames(db);
-  return {
-    role: n.agentRole,
-    serviceAccount: n.serviceAccount,
-    namespace: db.metadata.namespace!,
-    lease: n.primaryLease,
-    // Every ordinal a Database may have: each agent reads its own Pod, whatever the scale.
-    pods: Array.from({ length: MAX_REPLICAS }, (_, i) => `${db.metadata.name}-${i}`),
-    labels: labels(db),
-  };
+function grantOf(db: DatabaseObject): AgentGrant {
+  const { name, namespace } = db.metadata;
+  return agentGrant({ name: name!, namespace: namespace! }, childNames(db), MAX_REPLICAS, labels(db));
 }
 
 /** The Role that lets the instance agents read and renew the Database's primary Lease; undefined without them. */
 export function desiredAgentRole(db: DatabaseObject, agentImage?: string): V1Role | undefined {
-  return runsAgent(db, agentImage) ? agentRole(agentGrant(db)) : undefined;
+  return runsAgent(db, agentImage) ? agentRole(grantOf(db)) : undefined;
 }
 
 export function desiredAgentRoleBinding(db: DatabaseObject, agentImage?: string): V1RoleBinding | undefined {
-  return runsAgent(db, agentImage) ? agentRoleBinding(agentGrant(db)) : undefined;
+  return runsAgent(db, agentImage) ? agentRoleBinding(grantOf(db)) : undefined;
 }
 
 export function desiredServices(db: DatabaseObject): {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseAgentArgs } from './config.ts';
-import { AGENT_MOUNT, agentCommand, underAgent } from './pod.ts';
+import { AGENT_MOUNT, agentCommand, agentGrant, agentRole, agentRoleBinding, underAgent } from './pod.ts';
 
 /** The kubelet's expansion of a container's command: `$(NAME)` from its variables, `$$` to `$`. */
 function expand(arg: string, vars: Record<string, string>): string {
@@ -64,4 +64,21 @@ test("under the agent, the container keeps its engine and volumes, and its memor
     { lease: 'db-primary', roleCommand: 'echo primary', image: 'm', securityContext: {} },
   );
   assert.deepEqual(bare.container.resources, { requests: { cpu: '1' } });
+});
+
+test("an owner's grant names every ordinal it may have, its one Lease, and binds its instances' account only", () => {
+  const grant = agentGrant(
+    { name: 'pg', namespace: 'team' },
+    { agentRole: 'pg-instance-agent', serviceAccount: 'pg-instance', primaryLease: 'pg-primary' },
+    3,
+    { app: 'pg' },
+  );
+  const role = agentRole(grant);
+  const pods = role.rules!.find((r) => r.resources?.includes('pods'));
+  assert.deepEqual(pods?.resourceNames, ['pg-0', 'pg-1', 'pg-2']);
+  const leases = role.rules!.find((r) => r.resources?.includes('leases'));
+  assert.deepEqual(leases?.resourceNames, ['pg-primary']);
+  const binding = agentRoleBinding(grant);
+  assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: 'pg-instance', namespace: 'team' }]);
+  assert.equal(binding.roleRef.name, 'pg-instance-agent');
 });

@@ -125,6 +125,34 @@ export interface AgentGrant {
   labels: Record<string, string>;
 }
 
+/** The names an owner's controller gives its agents' grant (its childNames). */
+export interface AgentGrantNames {
+  agentRole: string;
+  serviceAccount: string;
+  primaryLease: string;
+}
+
+/**
+ * The grant for the instances of `owner`, a StatefulSet's Pods `<owner>-0` to
+ * `<owner>-<maxReplicas - 1>`: every ordinal the owner may have, so that each
+ * agent reads its own Pod whatever the scale.
+ */
+export function agentGrant(
+  owner: { name: string; namespace: string },
+  names: AgentGrantNames,
+  maxReplicas: number,
+  labels: Record<string, string>,
+): AgentGrant {
+  return {
+    role: names.agentRole,
+    serviceAccount: names.serviceAccount,
+    namespace: owner.namespace,
+    lease: names.primaryLease,
+    pods: Array.from({ length: maxReplicas }, (_, i) => `${owner.name}-${i}`),
+    labels,
+  };
+}
+
 /** The Role that lets an owner's agents read and renew its primary Lease and read their Pods (agentRules). */
 export function agentRole(g: AgentGrant): V1Role {
   return {
