@@ -1,7 +1,6 @@
 // A project's `test` script: node's built-in runner with a readable spec report
 // on stdout and a JUnit report for the run's summary (REGULON_TEST_RESULTS).
-//   node ../../tools/scripts/node-test.ts [--cluster] [--concurrency=N] [--slowest-first=F,...]
-//     [--real-node=F,...] [globs...]
+//   node ../../tools/scripts/node-test.ts [--cluster] [--concurrency=N] [--slowest-first=F,...] [globs...]
 // --cluster runs the tests against one real control plane (regulon-testenv exec
 // reuses the run's control plane when there is one, or starts one).
 // --concurrency=N runs N test files at once (node's default is the cores less
@@ -12,11 +11,6 @@
 // sorts late starts when the others are nearly done and alone makes the run long;
 // started first, the short files fill the other slots beside it. The runner's own
 // API (`run()` from node:test) takes the files in the order given.
-// --real-node=F,... names the files that run Pods on the machine's real node
-// (there is one a machine, and one control plane holds it). `npm test` runs
-// two lanes at once (REGULON_TEST_LANE): `real-node` runs only those files,
-// against the control plane that holds the node; `control-plane` runs every
-// other file, against a control plane of its own. Unset, a project runs all.
 import { createWriteStream, globSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,25 +26,7 @@ const concurrency = option('concurrency');
 if (concurrency !== undefined && !/^[1-9]\d*$/.test(concurrency))
   throw new Error(`--concurrency takes a positive whole number, not "${concurrency}"`);
 const slowest = option('slowest-first')?.split(',') ?? [];
-const realNode = option('real-node')?.split(',') ?? [];
-const LANES = ['real-node', 'control-plane'] as const;
-const lane = process.env['REGULON_TEST_LANE'];
-if (lane !== undefined && !(LANES as readonly string[]).includes(lane))
-  throw new Error(`REGULON_TEST_LANE is ${LANES.join(' or ')}, not "${lane}"`);
 const globs = args.filter((a) => !a.startsWith('--'));
-
-const all = [...new Set((globs.length ? globs : ['src/**/*.test.ts']).flatMap((g) => globSync(g)))].sort();
-for (const [flag, named] of [
-  ['slowest-first', slowest],
-  ['real-node', realNode],
-] as const)
-  for (const f of named)
-    if (!all.includes(f)) throw new Error(`--${flag} names ${f}, which is not among the test files`);
-const found = lane === undefined ? all : all.filter((f) => realNode.includes(f) === (lane === 'real-node'));
-const files = [...slowest.filter((f) => found.includes(f)), ...found.filter((f) => !slowest.includes(f))];
-
-// A lane with none of this project's files has nothing to run or report.
-if (files.length === 0) process.exit(0);
 
 // Under --cluster, this script runs again inside `regulon-testenv exec`, which
 // gives it the control plane's environment; that second run has INSIDE set.
@@ -62,6 +38,11 @@ if (cluster && !process.env[INSIDE]) {
   });
   process.exit(code);
 }
+
+const found = [...new Set((globs.length ? globs : ['src/**/*.test.ts']).flatMap((g) => globSync(g)))].sort();
+for (const f of slowest)
+  if (!found.includes(f)) throw new Error(`--slowest-first names ${f}, which is not among the test files`);
+const files = [...slowest, ...found.filter((f) => !slowest.includes(f))];
 
 const { name } = JSON.parse(readFileSync('package.json', 'utf8')) as { name: string };
 const results = process.env['REGULON_TEST_RESULTS'] ?? tmpdir();
@@ -76,5 +57,5 @@ stream.on('test:fail', () => {
 // compose() types its result loosely: both are readable streams of the report's text.
 (stream.compose(new spec()) as Readable).pipe(process.stdout);
 (stream.compose(junit) as Readable).pipe(
-  createWriteStream(join(results, `${name.replace(/[@/]/g, '_')}${lane ? `.${lane}` : ''}.xml`)),
+  createWriteStream(join(results, `${name.replace(/[@/]/g, '_')}.xml`)),
 );

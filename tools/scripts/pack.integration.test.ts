@@ -463,9 +463,8 @@ test('the installed testenv runs a real Pod on the real node: install --real-nod
     cwd: project,
   });
   assert.doesNotMatch(installed.stderr, /building/, 'the installed scripts find what this machine built');
-  // The run's control plane that holds the real node, the machine's only one, if any: in
-  // `npm test` another lane's (test-lanes.ts), else this run's.
-  const shared = process.env['REGULON_REAL_NODE_TESTENV_DIR'] ?? process.env['REGULON_TESTENV_DIR'];
+  // The run's control plane, if any: its real node is the machine's only one.
+  const shared = process.env['REGULON_TESTENV_DIR'];
   const { stdout } = await sh(process.execPath, ['--input-type=module', '-e', REAL_POD_JS], {
     cwd: project,
     env: cleanEnv(shared ? { REGULON_TESTENV_DIR: shared } : {}),
