@@ -28,6 +28,7 @@ import {
 } from '@regulon/cache-controller';
 import {
   childNames,
+  desiredChildren,
   ENGINE_VERSIONS as DATABASE_VERSIONS,
   OFFICIAL_IMAGES as DATABASE_IMAGES,
   type DatabaseObject,
@@ -224,6 +225,11 @@ test('deploy/: a server-side dry run passes, it applies, and the manager Deploym
     for (const e of controllerEnv(controller.name))
       assert.equal(envOf(e.name), e.value, `${e.name} in the Deployment`);
   assert.equal(envOf('REGULON_DATABASE_ENABLED'), 'true');
+  // The engines run under the instance agent, copied from the manager's own image, found through its Pod.
+  assert.equal(envOf('REGULON_INSTANCE_AGENT_IMAGE'), 'self');
+  assert.deepEqual(c.env?.find((e) => e.name === 'POD_NAME')?.valueFrom, {
+    fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' },
+  });
 
   // The restricted Pod Security level is enforced on the namespace: Pods being admitted shows the spec meets it.
   await waitFor('both manager Pods admitted and Ready (KWOK runs them)', async () => {
@@ -685,6 +691,13 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'create', resource: 'events', group: 'events.k8s.io', namespace: app },
     { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
     { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
+    // The instance agents: each owner's primary Lease, and a Role and RoleBinding for its agents,
+    // wherever it lives (the admission policy narrows these: the next test).
+    { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: app },
+    { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: app },
+    { verb: 'create', resource: 'roles', group: 'rbac.authorization.k8s.io', namespace: app },
+    { verb: 'create', resource: 'rolebindings', group: 'rbac.authorization.k8s.io', namespace: app },
+    { verb: 'get', resource: 'pods', namespace: app },
   ];
   const mustNot: AccessCheck[] = [
     // The cluster itself.
@@ -697,8 +710,7 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'escalate', resource: 'clusterroles', group: 'rbac.authorization.k8s.io' },
     { verb: 'bind', resource: 'clusterroles', group: 'rbac.authorization.k8s.io' },
     { verb: 'create', resource: 'clusterrolebindings', group: 'rbac.authorization.k8s.io' },
-    { verb: 'create', resource: 'rolebindings', group: 'rbac.authorization.k8s.io', namespace: app },
-    { verb: 'create', resource: 'roles', group: 'rbac.authorization.k8s.io', namespace: NAMESPACE },
+    { verb: 'create', resource: 'clusterroles', group: 'rbac.authorization.k8s.io' },
     { verb: 'impersonate', resource: 'users' },
     { verb: 'impersonate', resource: 'serviceaccounts', namespace: app },
     { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: app },
@@ -719,10 +731,9 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'update', resource: 'statefulsets', group: 'apps', namespace: app },
     { verb: 'delete', resource: 'persistentvolumeclaims', namespace: app },
     { verb: 'create', resource: 'jobs', group: 'batch', namespace: app },
-    // Leases: only in its own namespace, never deleted.
-    { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system' },
-    { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-node-lease' },
+    // Leases: never deleted (which ones it writes, the admission policy says).
     { verb: 'delete', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
+    { verb: 'delete', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system' },
     // Core/v1 Events are not used (events.k8s.io/v1 only).
     { verb: 'create', resource: 'events', namespace: app },
   ];
@@ -730,6 +741,82 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
   const granted: AccessCheck[] = [];
   for (const c of mustNot) if (await allowed(c)) granted.push(c);
   assert.deepEqual(granted, [], 'none of these is allowed');
+});
+
+test("the admission policy holds the manager to its instance agents' Leases, Roles and RoleBindings; anyone else's requests pass", async () => {
+  const app = ns;
+  // The Role and RoleBinding the Database controller writes for a Database's agents, as it writes them.
+  const db = {
+    apiVersion: 'regulon.dev/v1beta1',
+    kind: 'Database',
+    metadata: { name: 'orders', namespace: app, uid: 'u1' },
+    spec: { engine: 'postgres', version: '16.6', replicas: 3, storage: { size: '1Gi' } },
+  } as unknown as DatabaseObject;
+  const agentObjects = desiredChildren(db, undefined, 'postgres:16.6', 3, 'regulon-manager:0.1.0')
+    .filter((c) => c.type.kind === 'Role' || c.type.kind === 'RoleBinding')
+    .map((c) => ({ ...c.object, metadata: { ...c.object!.metadata, namespace: app } }));
+  assert.equal(agentObjects.length, 2);
+  const lease = (namespace: string, name: string) => ({
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name, namespace },
+    spec: {},
+  });
+  // As the manager (or, without `as`, the test's admin). What must be refused is tried as a server-side
+  // dry run (admission runs, nothing is kept); what must pass is created, since a RoleBinding needs its Role.
+  const create = async (obj: unknown, as?: string, dryRun = true) => {
+    const r = await run(
+      kubectlBin,
+      [
+        '--kubeconfig',
+        env.kubeconfigPath,
+        ...(as ? ['--as', as] : []),
+        'create',
+        ...(dryRun ? ['--dry-run=server'] : []),
+        '-f',
+        '-',
+      ],
+      JSON.stringify(obj),
+    );
+    return r.code === 0 ? 'admitted' : r.stderr;
+  };
+  const refusedBy = /denied request: (.+)/;
+  // The policy takes effect once the API server has read it: the first refusal says so.
+  await waitFor('the policy refuses a Lease in kube-system to the manager', async () =>
+    refusedBy.test(await create(lease('kube-system', 'kube-scheduler'), SERVICE_ACCOUNT)),
+  );
+  for (const obj of [
+    lease(app, 'orders-primary'),
+    lease(NAMESPACE, `${MANAGER}-policy-test`),
+    ...agentObjects,
+  ])
+    assert.equal(await create(obj, SERVICE_ACCOUNT, false), 'admitted', JSON.stringify(obj));
+  const refused = [
+    lease('kube-node-lease', 'orders-primary'),
+    lease(app, 'someone-elses'),
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'orders-instance-agent', namespace: app },
+      rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'reader', namespace: app },
+      rules: [{ apiGroups: [''], resources: ['pods'], resourceNames: ['orders-0'], verbs: ['get'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'orders-instance-agent', namespace: app },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'orders-instance-agent' },
+      subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: 'kube-system' }],
+    },
+  ];
+  for (const obj of refused) assert.match(await create(obj, SERVICE_ACCOUNT), refusedBy, JSON.stringify(obj));
+  // Not the manager: the policy does not look (RBAC decides, and the test's admin may).
+  assert.equal(await create(lease('kube-system', 'someone-elses')), 'admitted');
 });
 
 /**

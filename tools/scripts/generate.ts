@@ -204,7 +204,8 @@ ${yamlDocument(component)}`,
     [
       join('deploy', 'kustomizeconfig.yaml'),
       `${header('')}# An overlay's namePrefix renames the webhook Service: the CRDs' conversion webhooks follow it
-# (kustomize follows their namespace by itself, not the name).
+# (kustomize follows their namespace by itself, not the name). It renames the instance agents'
+# admission policy too, which its binding names.
 ${yamlDocument({
   nameReference: [
     {
@@ -215,6 +216,17 @@ ${yamlDocument({
           kind: 'CustomResourceDefinition',
           group: 'apiextensions.k8s.io',
           path: 'spec/conversion/webhook/clientConfig/service/name',
+        },
+      ],
+    },
+    {
+      kind: 'ValidatingAdmissionPolicy',
+      group: 'admissionregistration.k8s.io',
+      fieldSpecs: [
+        {
+          kind: 'ValidatingAdmissionPolicyBinding',
+          group: 'admissionregistration.k8s.io',
+          path: 'spec/policyName',
         },
       ],
     },

@@ -69,6 +69,7 @@ export function kustomizationYaml(crdFiles: readonly string[]): string {
       RBAC_FILE,
       'rbac/bindings.yaml',
       'rbac/webhook.yaml',
+      'rbac/instance-agent-policy.yaml',
       'manager/deployment.yaml',
       'manager/service.yaml',
       'manager/webhook-service.yaml',

@@ -65,8 +65,8 @@ export function setupCacheController(mgr: Manager, options: CacheControllerOptio
     )
     .watches(SECRETS, referencingCaches)
     .watches(PodMetadata, cacheOfPod);
-  // The agents' account, Role and RoleBinding, only where the agent runs: their RBAC is not in the
-  // base ClusterRole (CACHE_INSTANCE_AGENT_RBAC), and an informer without it would never sync.
+  // The agents' account, Role and RoleBinding, only where the agent runs: an installation without it
+  // may not grant their RBAC (CACHE_INSTANCE_AGENT_RBAC), and an informer without it would never sync.
   if (options.instanceAgentImage) builder.owns(Kinds.ServiceAccount).owns(Kinds.Role).owns(Kinds.RoleBinding);
   builder
     .withOptions({

@@ -47,10 +47,9 @@ export const CACHE_RBAC: readonly V1PolicyRule[] = [
 
 /**
  * What the controller needs beyond CACHE_RBAC when it runs replicated redis
- * under the instance agent (--instance-agent-image): AGENT_MANAGER_RULES
- * (@regulon/instance-agent, which says why they are not in the generated
- * ClusterRole), and the instances' own service account, which a Cache has
- * only then.
+ * under the instance agent (--instance-agent-image, which deploy/ sets):
+ * AGENT_MANAGER_RULES (@regulon/instance-agent), and the instances' own
+ * service account, which a Cache has only then.
  */
 export const CACHE_INSTANCE_AGENT_RBAC: readonly V1PolicyRule[] = [
   ...AGENT_MANAGER_RULES,

@@ -100,8 +100,8 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
     )
     .watches(PodMetadata, byInstance)
     .watches(Kinds.Job, byInstance);
-  // The agents' Role and RoleBinding, only where the agent runs: their RBAC is not in the base
-  // ClusterRole (INSTANCE_AGENT_RBAC), and an informer without it would never sync.
+  // The agents' Role and RoleBinding, only where the agent runs: an installation without it may not
+  // grant their RBAC (INSTANCE_AGENT_RBAC), and an informer without it would never sync.
   if (options.instanceAgentImage) builder.owns(Kinds.Role).owns(Kinds.RoleBinding);
   if (backupsWatched)
     builder

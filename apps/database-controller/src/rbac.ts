@@ -72,8 +72,8 @@ export const DATABASE_BACKUP_RBAC: readonly V1PolicyRule[] = [
 
 /**
  * What the controller needs beyond DATABASE_RBAC when it runs the instance
- * agent (--instance-agent-image): AGENT_MANAGER_RULES (@regulon/instance-agent,
- * which says why they are not in the generated ClusterRole). The instances'
- * service accounts are DATABASE_RBAC's: a Database always has one.
+ * agent (--instance-agent-image, which deploy/ sets): AGENT_MANAGER_RULES
+ * (@regulon/instance-agent). The instances' service accounts are
+ * DATABASE_RBAC's: a Database always has one.
  */
 export const INSTANCE_AGENT_RBAC: readonly V1PolicyRule[] = AGENT_MANAGER_RULES;

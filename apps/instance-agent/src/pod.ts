@@ -176,10 +176,10 @@ export function agentRoleBinding(g: AgentGrant): V1RoleBinding {
 
 /**
  * What a manager needs to run its instances under the agent, beyond its own
- * controller's rules. Not for a base ClusterRole: Leases granted
- * cluster-wide reach the control plane's own (kube-system's leader
- * elections, kube-node-lease's heartbeats), so an installation that turns
- * the agent on grants these in an overlay (deploy/README.md).
+ * controller's rules. deploy/ runs the agent, so its ClusterRole holds these;
+ * Leases granted cluster-wide reach the control plane's own too (kube-system's
+ * leader elections, kube-node-lease's heartbeats), which deploy/README.md
+ * weighs and says how to narrow.
  * - roles, rolebindings: per owner, the agents' right to read and renew
  *   their one primary Lease (RBAC lets the manager grant only what it holds);
  * - leases: the primary Lease, created without a holder, read each reconcile

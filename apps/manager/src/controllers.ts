@@ -1,10 +1,16 @@
-import { Cache, CACHE_RBAC, setupCacheController } from '@regulon/cache-controller';
+import {
+  Cache,
+  CACHE_INSTANCE_AGENT_RBAC,
+  CACHE_RBAC,
+  setupCacheController,
+} from '@regulon/cache-controller';
 import {
   Database,
   DatabaseBackup,
   DATABASE_BACKUP_RBAC,
   DATABASE_RBAC,
   databaseCRD,
+  INSTANCE_AGENT_RBAC,
   setupDatabaseController,
   setupDatabaseWebhooks,
 } from '@regulon/database-controller';
@@ -71,7 +77,8 @@ export const CONTROLLERS: readonly ControllerRegistration[] = [
     // DatabaseBackups (and backups to an object store) come with it: a Database's status follows them.
     kinds: [Database, DatabaseBackup],
     setup: (mgr, options) => setupDatabaseController(mgr, { ...options, backups: true }),
-    rbac: [...DATABASE_RBAC, ...DATABASE_BACKUP_RBAC],
+    // deploy/ runs the engines under the instance agent (--instance-agent-image=self): its rules too.
+    rbac: [...DATABASE_RBAC, ...DATABASE_BACKUP_RBAC, ...INSTANCE_AGENT_RBAC],
     versionedCRDs: [databaseCRD],
     webhooks: setupDatabaseWebhooks,
   },
@@ -80,7 +87,7 @@ export const CONTROLLERS: readonly ControllerRegistration[] = [
     description: 'Cache: redis/memcached Deployments or StatefulSets',
     kinds: [Cache],
     setup: setupCacheController,
-    rbac: CACHE_RBAC,
+    rbac: [...CACHE_RBAC, ...CACHE_INSTANCE_AGENT_RBAC],
   },
   {
     name: 'myapp',

@@ -9,7 +9,9 @@
 // Debian-built images, through deploy/components/image-catalog, as an
 // air-gapped user points the manager at their registry). The Database runs
 // three instances, so the manager in its Pod drives replication and failover
-// over the Pod network.
+// over the Pod network, and its instances run under the instance agent that
+// deploy/ turns on (--instance-agent-image=self), under the RBAC and the
+// admission policy deploy/ grants them.
 //
 // The overlay here also sets REGULON_DEBUG_BLOCK_ON_SIGNAL=1 (src/debug.ts),
 // so the liveness test can hang a manager's event loop with SIGUSR2.
@@ -192,6 +194,31 @@ test('the replicated Database: its primary Pod deleted, the manager in its Pod p
     500,
   );
   const primary = before.status!.currentPrimary!;
+  // deploy/ runs the engines under the instance agent (--instance-agent-image=self): copied from
+  // the image the manager's own Pod runs, and holding the primary Lease as the primary.
+  const pod = await inst.kubectl.json<{ spec: { initContainers?: Array<{ name: string; image: string }> } }>(
+    'get',
+    'pod',
+    '-n',
+    inst.workload,
+    primary,
+  );
+  assert.equal(pod.spec.initContainers?.find((c) => c.name === 'install-agent')?.image, inst.image.ref);
+  await eventually(
+    `the primary Lease held by ${primary}`,
+    async () => {
+      const lease = await inst.kubectl.json<{ spec: { holderIdentity?: string } }>(
+        'get',
+        'lease',
+        '-n',
+        inst.workload,
+        'orders-primary',
+      );
+      return lease.spec.holderIdentity === primary;
+    },
+    30_000,
+    500,
+  );
   const t0 = Date.now();
   await inst.kubectl.ok('delete', 'pod', '-n', inst.workload, primary, '--wait=false');
   const promoted = await eventually(

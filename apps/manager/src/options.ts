@@ -63,7 +63,7 @@ export const OPTIONS = defineOptions({
     env: 'REGULON_INSTANCE_AGENT_IMAGE',
     type: 'string',
     description:
-      "The manager's own image, which the instance agent is copied from: postgres Pods then run under the agent, which holds each Database's primary Lease, and a promotion waits for the Lease instead of the old primary's Pod object (default: no agent)",
+      "The manager's own image, which the instance agent is copied from, or `self` to read it from the manager's Pod (POD_NAME): postgres, mariadb and replicated redis Pods then run under the agent, which holds each Database's or Cache's primary Lease, and a promotion waits for the Lease instead of the old primary's Pod object (default: no agent)",
   },
   logLevel,
   ...controllerOptions(CONTROLLERS.map((c) => c.name)),

@@ -28,6 +28,7 @@ import {
 import { CONTROLLERS } from './controllers.ts';
 import { blockOnSignalForDebug } from './debug.ts';
 import { OPTIONS } from './options.ts';
+import { OWN_IMAGE, ownImage } from './own-image.ts';
 
 /**
  * The admission webhook server: a mounted certificate when --webhook-cert-dir
@@ -96,6 +97,21 @@ export async function run(
   // One kubeconfig for the client and for what goes around it (exec into Pods).
   const kubeConfig = loadKubeConfig(kubeconfigPath ? { kubeconfigPath } : {});
   const client = KubeClient.load({ registry, qps, burst, kubeConfig });
+  // Empty (an overlay's opt-out, deploy/README.md) is no agent, like unset.
+  let instanceAgentImage = config.instanceAgentImage || undefined;
+  if (instanceAgentImage === OWN_IMAGE) {
+    try {
+      instanceAgentImage = await ownImage(client, env, AbortSignal.timeout(30_000));
+      logger.info({ image: instanceAgentImage }, 'the instance agent comes from the manager’s own image');
+    } catch (err) {
+      // Without the image it was told to use, the manager does not start: engines run without
+      // their agent would fail over by other rules than the ones this installation chose.
+      logger.error({ err }, `could not resolve --${OPTIONS.instanceAgentImage.flag}=${OWN_IMAGE}`);
+      client.close();
+      await stopTracing();
+      return 1;
+    }
+  }
   const mgr = new Manager({ client, registry, logger, ...settings });
   const on: string[] = [];
   const enabled = enabledControllers(config, CONTROLLERS);
@@ -104,7 +120,7 @@ export async function run(
       maxConcurrentReconciles: concurrency,
       imageCatalog,
       kubeConfig,
-      instanceAgentImage: config.instanceAgentImage,
+      instanceAgentImage,
     });
     on.push(controller.name);
   }
