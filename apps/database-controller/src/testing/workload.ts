@@ -1,10 +1,9 @@
 // The workload the real-node replication tests run against a Database, for
 // the engines that run for real (postgres, mariadb):
 //
-// - a writer Pod that inserts ids 1, 2, 3, ... through the client Service by
-//   DNS name, one short-lived client (psql, mariadb) each, and logs
-//   `ack <id> <epoch-ms>` only for an insert the client reported committed —
-//   the acknowledged writes;
+// - a writer Pod that inserts ids 1, 2, 3, ... through the client Service,
+//   each in a session of its own (writer.py), and logs `ack <id> <epoch-ms>`
+//   only for an insert whose commit returned — the acknowledged writes;
 // - a role sampler in the test process that asks every instance Pod, every
 //   200 ms, whether it is writable — to prove there were never two;
 // - row counts read from any instance, so a test computes the acknowledged
@@ -12,6 +11,7 @@
 //
 // Credentials come from the Database's credentials Secret through the API and
 // are never printed: the writer Pod takes them from the Secret itself.
+import { readFileSync } from 'node:fs';
 import type { V1EnvVar, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Kinds, isNotFound, type KubeClient } from '@regulon/client';
 import { REAL_NODE_POD_SUBNETS, eventually, hostAddressesIn, type HostAddress } from '@regulon/testenv';
@@ -123,11 +123,14 @@ export interface WriterOptions {
   image?: string;
   /** At most this many inserts a second; default: as fast as the client goes. */
   maxPerSecond?: number;
-  /** Kills a client that hangs (a dead primary's connection) after this long; default 5 s. */
+  /** Kills a client that hangs (a dead primary's connection) after this long; default STATEMENT_TIMEOUT_SECONDS. */
   statementTimeoutSeconds?: number;
   /** How long to wait for the Pod to run; default 120 s. */
   startTimeoutMs?: number;
 }
+
+/** The writer's default statement timeout: a client that hangs this long is killed (exit 124). */
+export const STATEMENT_TIMEOUT_SECONDS = 5;
 
 export interface Ack {
   id: number;
@@ -187,87 +190,51 @@ export interface Writer {
 }
 
 /**
- * What differs between the engines in the writer's loop: the client that runs
- * one statement in a fresh session, and the two statements. Both inserts make
- * a retry of an insert that committed anyway succeed without a second row.
+ * The two statements of each engine. Both inserts make a retry of an insert
+ * that committed anyway succeed without a second row; `{id}` is the id.
  */
-const WRITER_SQL: Record<
-  WorkloadEngine,
-  {
-    run(timeout: number): string;
-    /** The line of `$out` the log keeps of a failure. */
-    message: string;
-    create(table: string): string;
-    insert(table: string): string;
-  }
-> = {
+const WRITER_SQL: Record<WorkloadEngine, { create(table: string): string; insert(table: string): string }> = {
   postgres: {
-    message: `printf '%s' "$out" | grep -v '^$' | head -n 1`,
-    run: (timeout) => `timeout ${timeout} psql "$DATABASE_URI" -X -q -A -t -v ON_ERROR_STOP=1 -c "$1"`,
     create: (table) =>
       `create table if not exists ${table} (id bigint primary key, at timestamptz default now())`,
-    insert: (table) => `insert into ${table} (id) values ($id) on conflict do nothing`,
+    insert: (table) => `insert into ${table} (id) values ({id}) on conflict do nothing`,
   },
   mariadb: {
-    // --no-defaults: no option file of the image changes what is tested; the password comes
-    // from MYSQL_PWD (the environment, never a command line); TCP to the Service's name.
-    run: (timeout) =>
-      `timeout ${timeout} mariadb --no-defaults --protocol=TCP --connect-timeout=2 -h "$DB_HOST" -P "$DB_PORT" -u "$DB_USER" -D "$DB_NAME" -N -B -e "$1"`,
-    // The client echoes the failed statement before its ERROR line.
-    message: `{ printf '%s' "$out" | grep -m 1 '^ERROR' || printf '%s' "$out" | grep -v '^$' | head -n 1; }`,
     create: (table) =>
       `create table if not exists ${table} (id bigint primary key, at timestamp(3) not null default current_timestamp(3)) engine=InnoDB`,
-    insert: (table) => `insert into ${table} (id) values ($id) on duplicate key update id = id`,
+    insert: (table) => `insert into ${table} (id) values ({id}) on duplicate key update id = id`,
   },
 };
 
 /**
- * The writer's loop, POSIX sh (dash). `ack` is printed only when the client
- * (psql, mariadb) exits 0; a failed insert retries the same id, and the
- * insert is idempotent (see WRITER_SQL) so ids stay contiguous and each
- * acked id is one row. The client's own output and errors are not logged
- * line by line: the log must stay small (the kubelet rotates it, and the API
- * serves only the current file).
+ * The writer's loop (writer.py, run by the client image's python3): one insert
+ * at a time, each in a session of its own, `ack` printed only once its commit
+ * returned; a failed insert is retried with the same id. What it prints is
+ * described at its top, and parsed by parseWriterLog.
  */
-export function writerScript(
+export const WRITER_SOURCE = readFileSync(new URL('./writer.py', import.meta.url), 'utf8');
+
+/** The loop's settings, as the environment writer.py reads. */
+export function writerSettings(
   opts: {
     engine?: WorkloadEngine;
     table?: string;
     pauseSeconds?: number;
     statementTimeoutSeconds?: number;
   } = {},
-): string {
-  const sql = WRITER_SQL[opts.engine ?? 'postgres'];
+): V1EnvVar[] {
+  const engine = opts.engine ?? 'postgres';
   const table = opts.table ?? LOAD_TABLE;
-  const timeout = opts.statementTimeoutSeconds ?? 5;
-  const pace = opts.pauseSeconds ? `    sleep ${opts.pauseSeconds.toFixed(3)}` : '    :';
-  return `set -u
-now() { date +%s%3N; }
-# One statement in a fresh session; the client's output in $out, its status returned.
-run() { out=$(${sql.run(timeout)} 2>&1); }
-last=
-failed() {
-  msg=$(${sql.message} | cut -c 1-200)
-  if [ "$msg" != "$last" ]; then echo "fail $1 $(now) $2 $msg"; last=$msg; else echo "fail $1 $(now) $2"; fi
-  # A refused connection fails at once: this keeps the retries from flooding the log.
-  sleep 0.05
-}
-echo "start $(now)"
-until run "${sql.create(table)}"; do
-  failed 0 $?
-done
-echo "table $(now)"
-id=1
-while :; do
-  if run "${sql.insert(table)}"; then
-    echo "ack $id $(now)"
-    id=$((id + 1))
-${pace}
-  else
-    failed $id $?
-  fi
-done
-`;
+  return [
+    { name: 'WRITER_ENGINE', value: engine },
+    { name: 'WRITER_CREATE', value: WRITER_SQL[engine].create(table) },
+    { name: 'WRITER_INSERT', value: WRITER_SQL[engine].insert(table) },
+    {
+      name: 'WRITER_STATEMENT_TIMEOUT',
+      value: String(opts.statementTimeoutSeconds ?? STATEMENT_TIMEOUT_SECONDS),
+    },
+    { name: 'WRITER_PAUSE', value: opts.pauseSeconds ? opts.pauseSeconds.toFixed(3) : '0' },
+  ];
 }
 
 /** Parses the writer's log; throws when its beginning is missing (a rotated log would hide acks). */
@@ -319,13 +286,11 @@ function writerEnv(opts: Omit<WriterOptions, 'client'>): V1EnvVar[] {
       fromSecret('DB_PORT', 'port'),
       fromSecret('DB_USER', 'username'),
       fromSecret('DB_NAME', 'database'),
-      // The client reads the password from here when no option gives one.
+      // The password in the environment, never on a command line.
       fromSecret('MYSQL_PWD', 'password'),
     ];
   return [
     fromSecret('DATABASE_URI', opts.uriKey ?? 'uri'),
-    // libpq's own limit on connecting; the statement limit is `timeout` in the script.
-    { name: 'PGCONNECT_TIMEOUT', value: '2' },
     { name: 'PGAPPNAME', value: 'regulon-load-writer' },
   ];
 }
@@ -356,10 +321,10 @@ export function writerPod(opts: Omit<WriterOptions, 'client'>): V1Pod {
         {
           name: 'writer',
           image: opts.image ?? CLIENT_IMAGE,
-          command: [
-            'sh',
-            '-c',
-            writerScript({
+          command: ['python3', '-c', WRITER_SOURCE],
+          env: [
+            ...writerEnv(opts),
+            ...writerSettings({
               ...(opts.engine ? { engine: opts.engine } : {}),
               ...(opts.maxPerSecond ? { pauseSeconds: 1 / opts.maxPerSecond } : {}),
               ...(opts.statementTimeoutSeconds
@@ -367,7 +332,6 @@ export function writerPod(opts: Omit<WriterOptions, 'client'>): V1Pod {
                 : {}),
             }),
           ],
-          env: writerEnv(opts),
           securityContext: {
             allowPrivilegeEscalation: false,
             capabilities: { drop: ['ALL'] },
