@@ -1,6 +1,6 @@
 // A project's `test` script: node's built-in runner with a readable spec report
 // on stdout and a JUnit report for the run's summary (REGULON_TEST_RESULTS).
-//   node ../../tools/scripts/node-test.ts [--cluster] [--concurrency=N] [--slowest-first=F,...] [--beside=F,...] [globs...]
+//   node ../../tools/scripts/node-test.ts [--cluster] [--concurrency=N] [--slowest-first=F,...] [globs...]
 // --cluster runs the tests against one real control plane (regulon-testenv exec
 // reuses the run's control plane when there is one, or starts one).
 // --concurrency=N runs N test files at once (node's default is the cores less
@@ -11,11 +11,6 @@
 // sorts late starts when the others are nearly done and alone makes the run long;
 // started first, the short files fill the other slots beside it. The runner's own
 // API (`run()` from node:test) takes the files in the order given.
-// --beside=F,... runs those files one after the other in a slot of their own,
-// outside the N: files that mostly wait (a backup store left hanging for
-// minutes) and would otherwise hold one of the N slots, idle, while the CPU
-// could run another file. Their JUnit report is the project's name with
-// `-beside`.
 import { createWriteStream, globSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,7 +26,6 @@ const concurrency = option('concurrency');
 if (concurrency !== undefined && !/^[1-9]\d*$/.test(concurrency))
   throw new Error(`--concurrency takes a positive whole number, not "${concurrency}"`);
 const slowest = option('slowest-first')?.split(',') ?? [];
-const beside = option('beside')?.split(',') ?? [];
 const globs = args.filter((a) => !a.startsWith('--'));
 
 // Under --cluster, this script runs again inside `regulon-testenv exec`, which
@@ -46,29 +40,22 @@ if (cluster && !process.env[INSIDE]) {
 }
 
 const found = [...new Set((globs.length ? globs : ['src/**/*.test.ts']).flatMap((g) => globSync(g)))].sort();
-for (const [flag, named] of [
-  ['slowest-first', slowest],
-  ['beside', beside],
-] as const)
-  for (const f of named)
-    if (!found.includes(f)) throw new Error(`--${flag} names ${f}, which is not among the test files`);
-const rest = found.filter((f) => !slowest.includes(f) && !beside.includes(f));
-const files = [...slowest.filter((f) => !beside.includes(f)), ...rest];
+for (const f of slowest)
+  if (!found.includes(f)) throw new Error(`--slowest-first names ${f}, which is not among the test files`);
+const files = [...slowest, ...found.filter((f) => !slowest.includes(f))];
 
 const { name } = JSON.parse(readFileSync('package.json', 'utf8')) as { name: string };
 const results = process.env['REGULON_TEST_RESULTS'] ?? tmpdir();
-const report = (stream: ReturnType<typeof runTests>, suffix: string) => {
-  stream.on('test:fail', () => {
-    process.exitCode = 1;
-  });
-  // compose() types its result loosely: both are readable streams of the report's text.
-  (stream.compose(new spec()) as Readable).pipe(process.stdout, { end: false });
-  (stream.compose(junit) as Readable).pipe(
-    createWriteStream(join(results, `${name.replace(/[@/]/g, '_')}${suffix}.xml`)),
-  );
-};
-report(
-  runTests({ files, timeout: 600_000, ...(concurrency ? { concurrency: Number(concurrency) } : {}) }),
-  '',
+const stream = runTests({
+  files,
+  timeout: 600_000,
+  ...(concurrency ? { concurrency: Number(concurrency) } : {}),
+});
+stream.on('test:fail', () => {
+  process.exitCode = 1;
+});
+// compose() types its result loosely: both are readable streams of the report's text.
+(stream.compose(new spec()) as Readable).pipe(process.stdout);
+(stream.compose(junit) as Readable).pipe(
+  createWriteStream(join(results, `${name.replace(/[@/]/g, '_')}.xml`)),
 );
-if (beside.length) report(runTests({ files: beside, timeout: 600_000, concurrency: 1 }), '-beside');
