@@ -123,13 +123,13 @@ export interface WriterOptions {
   image?: string;
   /** At most this many inserts a second; default: as fast as the client goes. */
   maxPerSecond?: number;
-  /** Kills a client that hangs (a dead primary's connection) after this long; default STATEMENT_TIMEOUT_SECONDS. */
+  /** Gives up on an insert that hangs (a dead primary's session) after this long; default STATEMENT_TIMEOUT_SECONDS. */
   statementTimeoutSeconds?: number;
   /** How long to wait for the Pod to run; default 120 s. */
   startTimeoutMs?: number;
 }
 
-/** The writer's default statement timeout: a client that hangs this long is killed (exit 124). */
+/** The writer's default statement timeout: an insert that hangs this long is given up (exit 124). */
 export const STATEMENT_TIMEOUT_SECONDS = 5;
 
 export interface Ack {
