@@ -172,7 +172,11 @@ function reportThrowawayBackups(db: DatabaseObject, ctx: Context): void {
   if (!said) ctx.warn(NO_BACKUP_DESTINATION, NO_BACKUP_DESTINATION_REPORT);
 }
 
-/** The archive's stanza, on the primary once it serves (its Pod ready), then its archiver: when to look again. */
+/**
+ * The archive's stanza, on the primary once it serves (its Pod ready) and, when replicated, is
+ * seen to accept writes, then its archiver: when to look again. A standby being promoted is ready before it writes; pgBackRest
+ * refuses a stanza there, and a refusal waits a minute before the next try.
+ */
 async function ensureStanza(
   db: DatabaseObject,
   ctx: Context,
@@ -182,6 +186,9 @@ async function ensureStanza(
   if (!stanzas || !engineOf(db).archiveNeedsStanza || !db.spec.backup?.objectStore) return undefined;
   const primary = view.members.find((m) => m.pod === view.plan.currentPrimary);
   if (!primary?.ready) return undefined;
+  // Observed only when replicated: a single instance is the primary it started as.
+  const seen = view.observations.get(primary.pod);
+  if (seen && !(seen.reachable && seen.server.writable)) return undefined;
   return stanzas.ensure(db, ctx, { pod: primary.pod, uid: primary.uid });
 }
 

@@ -8,14 +8,11 @@ import { isNotFound, isUnauthorized, Kinds, type KubeClient } from '@regulon/cli
 import { LeaderElector } from '@regulon/runtime';
 import { realClock, sleep, type Logger } from '@regulon/util';
 import type { AgentConfig } from './config.ts';
-import { PrimaryGuard, type Quorum } from './primary-guard.ts';
+import { PrimaryGuard, QUESTION_TIMEOUT_MS, type Quorum } from './primary-guard.ts';
 import { EngineProcess, type EngineExit } from './supervisor.ts';
 
 /** The agent's exit code after it fenced its engine: the kubelet restarts the container. */
 export const FENCED_EXIT_CODE = 75;
-
-/** How long one question to the engine (its role, its quorum) may take: longer counts as no answer. */
-const QUESTION_TIMEOUT_MS = 3_000;
 
 /** A shell command's output, or undefined when it failed or took too long. */
 function ask(command: string, signal: AbortSignal): Promise<string | undefined> {

@@ -39,14 +39,20 @@ export interface Quorum {
 
 export const hasMajority = (q: Quorum): boolean => q.inTouch > q.members / 2;
 
+/** How long one question to the engine (its role, its quorum) may take: longer counts as no answer. */
+export const QUESTION_TIMEOUT_MS = 3_000;
+
 /**
- * How long a majority answer counts, from when its question was asked. One slow answer (psql
- * starting on a busy machine) must not stop a healthy primary; what bounds the risk is the age of
- * the evidence, not each question's. The old primary serves at most this long after the last
- * question that still counted a standby in touch: the manager's OUT_OF_TOUCH_MARGIN_MS (in
- * @regulon/conventions) is the engine's sender timeout plus this, plus a second.
+ * How long a majority answer counts, from when its question was asked. One slow or unanswered
+ * question (psql starting on a busy machine) must not stop a healthy primary; what bounds the risk
+ * is the age of the evidence, not each question's. In failsafe the quorum is asked beside the role,
+ * a turn every role interval (1 s) or, when an answer takes longer, as soon as the slower is in (at
+ * most QUESTION_TIMEOUT_MS): a question answered in 3 s, the next unanswered after 3 s and the one
+ * after answered within 3 s more all fit in 10 s. The old primary serves at most this long after the last question that still counted a
+ * standby in touch: the manager's OUT_OF_TOUCH_MARGIN_MS (in @regulon/conventions) is the engine's
+ * sender timeout plus this, plus a second.
  */
-export const QUORUM_EVIDENCE_MS = 3_000;
+export const QUORUM_EVIDENCE_MS = 10_000;
 
 export interface PrimaryGuardOptions {
   /** This instance's identity in the Lease (its Pod name). */
@@ -67,8 +73,7 @@ export interface PrimaryGuardOptions {
   /**
    * How long one majority answer keeps the engine serving without the Lease, from the moment the
    * question was asked (QUORUM_EVIDENCE_MS by default). A slow or missing answer within it changes
-   * nothing; the engine is fenced once the latest majority answer is this old. It is also how long
-   * one quorum question may take.
+   * nothing; the engine is fenced once the latest majority answer is this old.
    */
   quorumEvidenceMs?: number | undefined;
   /** Stops the engine at once; called at most once. */
@@ -138,17 +143,27 @@ export class PrimaryGuard {
     const { clock, roleIntervalMs } = this.#o;
     const signal = this.#stop.signal;
     while (!signal.aborted) {
+      const turnStarted = clock.now();
+      // In failsafe the quorum is asked beside the role: a turn takes one question's time, not two
+      // in a row, so the evidence window outlasts a turn with an unanswered question in it.
+      const current = this.#state;
+      const quorumTurn =
+        current.kind === 'campaigning' && current.failsafe
+          ? this.#keepOrFence('the primary Lease is lost and not yet won back', current.campaign)
+          : undefined;
       const writable = await this.#o.acceptsWrites(signal).catch(() => undefined);
       // A fence aborts `signal` too, also while the question was out.
       if (signal.aborted) break;
       if (writable === true && this.#state.kind === 'replica') this.#campaign(false);
       else if (writable === false && this.#state.kind !== 'replica') await this.#stepDown();
-      else if (this.#state.kind === 'campaigning' && this.#state.failsafe)
-        await this.#keepOrFence('the primary Lease is lost and not yet won back', this.#state.campaign);
+      // Stepped down meanwhile: the answer no longer concerns this state and changes nothing.
+      await quorumTurn;
       // A fence or stop while this turn ran: an abort listener added now would never fire.
       if (signal.aborted) break;
       await new Promise<void>((resolve) => {
-        const timer = clock.setTimeout(resolve, roleIntervalMs);
+        // A turn every role interval, counted from its start: slow answers do not add a whole
+        // interval on top (see QUORUM_EVIDENCE_MS).
+        const timer = clock.setTimeout(resolve, Math.max(0, turnStarted + roleIntervalMs - clock.now()));
         signal.addEventListener(
           'abort',
           () => {
@@ -228,7 +243,7 @@ export class PrimaryGuard {
     const evidenceMs = this.#o.quorumEvidenceMs ?? QUORUM_EVIDENCE_MS;
     const askedAt = clock.now();
     const timeout = new AbortController();
-    const timer = clock.setTimeout(() => timeout.abort(), evidenceMs);
+    const timer = clock.setTimeout(() => timeout.abort(), QUESTION_TIMEOUT_MS);
     let answer: Quorum | undefined;
     try {
       answer = await Promise.race([
