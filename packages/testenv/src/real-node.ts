@@ -99,6 +99,26 @@ export function realNodeUnsupported(): string | undefined {
   return undefined;
 }
 
+/**
+ * What a node runs, built on first use (Debian packages, binaries, images: minutes on an empty
+ * cache), and the deadline for it to be Ready, moved on by the time that took: options.deadline
+ * counts from once everything is built. Counted from before, a first run spent it all building
+ * and timed out waiting for a containerd it had not yet started.
+ */
+export async function buildNodeParts(
+  options: RealNodeOptions,
+  log: (line: string) => void,
+  now: () => number,
+): Promise<{ bins: NodeBinaries; images: ImageArchive[]; pause: ImageArchive; deadline: number }> {
+  const building = now();
+  await ensureDebianPackages(NODE_PACKAGES, 'a real node', { log });
+  const bins = await ensureNodeBinaries(log);
+  const images = await ensureImages(undefined, { log });
+  const pause = images.find((i) => i.name === 'pause');
+  if (!pause) throw new Error('testenv: no pause image among the built images');
+  return { bins, images, pause, deadline: options.deadline + (now() - building) };
+}
+
 export function nodeDir(controlPlaneDir: string): string {
   return join(controlPlaneDir, 'node');
 }
@@ -114,11 +134,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNodeS
   const now = options.now ?? Date.now;
   const unsupported = realNodeUnsupported();
   if (unsupported) throw new Error(`testenv: ${unsupported}`);
-  await ensureDebianPackages(NODE_PACKAGES, 'a real node', { log });
-  const bins = await ensureNodeBinaries(log);
-  const images = await ensureImages(undefined, { log });
-  const pause = images.find((i) => i.name === 'pause');
-  if (!pause) throw new Error('testenv: no pause image among the built images');
+  const { bins, images, pause, deadline } = await buildNodeParts(options, log, now);
 
   const dir = nodeDir(options.controlPlaneDir);
   await takeLock(dir);
@@ -148,7 +164,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNodeS
     save();
 
     writeNodeConfigs(layout);
-    const starter = componentStarter(state, save, { log, now, deadline: options.deadline }, 'real node');
+    const starter = componentStarter(state, save, { log, now, deadline }, 'real node');
     const { spawn, waitFor } = starter;
     await startContainerd(layout, images, starter, log);
 

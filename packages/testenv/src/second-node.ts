@@ -13,10 +13,7 @@
 //   node 1's Pods 10.245.1.0/24 ── regulon1 (10.245.1.1, in the namespace)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import { ensureNodeBinaries } from './binaries.ts';
-import { ensureDebianPackages } from './debian.ts';
 import { createCgroupRoot, setSysctl, sh, snapshotHost, linkExists, type HostRecord } from './host.ts';
-import { ensureImages } from './images.ts';
 import {
   apiServiceRules,
   kubeletConfig,
@@ -26,11 +23,11 @@ import {
 } from './node-config.ts';
 import { isAlive } from './process.ts';
 import {
+  buildNodeParts,
   componentStarter,
   containerdRootDir,
   kubeletArgs,
   startContainerd,
-  NODE_PACKAGES,
   nodeReady,
   realNodeState,
   realNodeUnsupported,
@@ -98,11 +95,7 @@ export async function startSecondRealNode(options: RealNodeOptions): Promise<Rea
   const dir = secondNodeDir(options.controlPlaneDir);
   if (secondRealNodeState(options.controlPlaneDir))
     throw new Error(`testenv: the second real node already runs for ${options.controlPlaneDir}`);
-  await ensureDebianPackages(NODE_PACKAGES, 'a real node', { log });
-  const bins = await ensureNodeBinaries(log);
-  const images = await ensureImages(undefined, { log });
-  const pause = images.find((i) => i.name === 'pause');
-  if (!pause) throw new Error('testenv: no pause image among the built images');
+  const { bins, images, pause, deadline } = await buildNodeParts(options, log, now);
 
   const layout: NodeLayout = {
     dir,
@@ -141,13 +134,7 @@ export async function startSecondRealNode(options: RealNodeOptions): Promise<Rea
     save();
 
     writeNodeConfigs(layout);
-    const starter = componentStarter(
-      state,
-      save,
-      { log, now, deadline: options.deadline },
-      SECOND_NODE.name,
-      inNetns,
-    );
+    const starter = componentStarter(state, save, { log, now, deadline }, SECOND_NODE.name, inNetns);
     const { spawn, waitFor } = starter;
 
     // The API server listens on the host's loopback only. In the namespace, its
