@@ -137,11 +137,11 @@ export interface PlanInput {
  * How long a standby must have been seen following no primary before it counts as out of touch
  * with the old one. The old primary counts a standby in touch while its replication connection
  * lives: that ends within the engine's sender timeout of the standby's last reply (postgres:
- * wal_sender_timeout, 5 s). Its agent serves on for at most 10 s after the last question that
- * counted the standby (the instance agent's QUORUM_EVIDENCE_MS). So 16 s after a standby was
+ * wal_sender_timeout, 5 s). Its agent serves on for at most 8 s after the last question that
+ * counted the standby (the instance agent's QUORUM_EVIDENCE_MS). So 14 s after a standby was
  * first seen out, with a second to spare, the old primary has seen the same and fenced, if it had to.
  */
-export const OUT_OF_TOUCH_MARGIN_MS = 16_000;
+export const OUT_OF_TOUCH_MARGIN_MS = 14_000;
 
 /** The named primary's last answer, as the manager remembers it. */
 export interface PrimaryAnswer {
