@@ -58,6 +58,15 @@ describe('two real nodes', () => {
   const exec = (podName: string, cmd: string) => kubectl(['exec', podName, '--', 'sh', '-c', cmd]);
   /** A redis PING from `from` to `host`, given up after 3 s: PONG when the path works. */
   const ping = (from: string, host: string) => exec(from, `timeout 3 redis-cli -h ${host} ping`);
+  // Through a Service: each node's kube-proxy writes its rules a moment after the endpoints are
+  // ready, refusing connections until then (a Service without endpoints is rejected).
+  const pingService = (from: string, host: string) =>
+    eventually(
+      `${from} reaches ${host} through its Service`,
+      async () => (await ping(from, host)).trim() === 'PONG',
+      30_000,
+      500,
+    );
 
   before(async () => {
     env = await start({ realNodes: 2 });
@@ -154,16 +163,13 @@ describe('two real nodes', () => {
     ).trim();
     const resolved = await exec('redis-0', `getent hosts redis-1.${ns}.svc.cluster.local`);
     assert.equal(resolved.split(/\s+/)[0], serviceIP, 'the Service name resolves to its ClusterIP');
-    assert.equal((await ping('redis-0', `redis-1.${ns}.svc.cluster.local`)).trim(), 'PONG');
+    await pingService('redis-0', `redis-1.${ns}.svc.cluster.local`);
   });
 
   test("node 1's Pods reach node 0's by Pod IP, Service and DNS name, and the API in-cluster", async () => {
     assert.equal((await ping('redis-1', ip['redis-0']!)).trim(), 'PONG');
-    assert.equal(
-      (await ping('redis-1', 'redis-0')).trim(),
-      'PONG',
-      'short name: search path and DNS on node 1',
-    );
+    // The short name: the search path and DNS on node 1.
+    await pingService('redis-1', 'redis-0');
     const serviceIP = (
       await kubectl(['get', 'service', 'redis-0', '-o', 'jsonpath={.spec.clusterIP}'])
     ).trim();
