@@ -174,8 +174,8 @@ function reportThrowawayBackups(db: DatabaseObject, ctx: Context): void {
 
 /**
  * The archive's stanza, on the primary once it serves (its Pod ready) and, when replicated, is
- * seen to accept writes, then its archiver: when to look again. A standby being promoted is ready before it writes; pgBackRest
- * refuses a stanza there, and a refusal waits a minute before the next try.
+ * seen to accept writes, then its archiver: when to look again. A standby being promoted is ready
+ * before it writes; pgBackRest refuses a stanza there, and a refusal waits a minute to try again.
  */
 async function ensureStanza(
   db: DatabaseObject,

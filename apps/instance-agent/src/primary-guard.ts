@@ -49,9 +49,10 @@ export const QUESTION_TIMEOUT_MS = 3_000;
  * a turn every role interval (1 s) or, when an answer takes longer, as soon as the slower is in (at
  * most QUESTION_TIMEOUT_MS): a question answered in 2 s, the next unanswered after 3 s and the one
  * after answered within 3 s more all fit in 8 s. A longer window would tolerate more, at a price:
- * the manager waits as much longer to fail over a primary it cannot see (a lost node). The old primary serves at most this long after the last question that still counted a
- * standby in touch: the manager's OUT_OF_TOUCH_MARGIN_MS (in @regulon/conventions) is the engine's
- * sender timeout plus this, plus a second.
+ * the manager waits as much longer to fail over a primary it cannot see (a lost node). The old
+ * primary serves at most this long after the last question that still counted a standby in touch:
+ * the manager's OUT_OF_TOUCH_MARGIN_MS (in @regulon/conventions) is the engine's sender timeout
+ * plus this, plus a second.
  */
 export const QUORUM_EVIDENCE_MS = 8_000;
 
