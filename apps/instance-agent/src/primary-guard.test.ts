@@ -282,7 +282,7 @@ describe('PrimaryGuard', () => {
       h.script.campaigns[0]!.callbacks.onStartedLeading();
       h.script.campaigns[0]!.callbacks.onStoppedLeading();
       await ticksUntil('failsafe: a new campaign', () => h.script.campaigns.length === 2);
-      // One question gets no answer; the ones before and after answer, each after 3 s.
+      // One question gets no answer; the ones before and after answer, each after 2 s.
       let asked = h.script.quorumAsked;
       await ticksUntil('the quorum asked again', () => h.script.quorumAsked > asked);
       h.script.quorum = 'no answer';
