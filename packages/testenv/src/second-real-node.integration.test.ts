@@ -59,14 +59,72 @@ describe('two real nodes', () => {
   /** A redis PING from `from` to `host`, given up after 3 s: PONG when the path works. */
   const ping = (from: string, host: string) => exec(from, `timeout 3 redis-cli -h ${host} ping`);
   // Through a Service: each node's kube-proxy writes its rules a moment after the endpoints are
-  // ready, refusing connections until then (a Service without endpoints is rejected).
-  const pingService = (from: string, host: string) =>
-    eventually(
-      `${from} reaches ${host} through its Service`,
-      async () => (await ping(from, host)).trim() === 'PONG',
-      30_000,
-      500,
+  // ready, refusing connections until then (a Service without endpoints is rejected). CI once saw
+  // a ping through node 1's Service hang for 30 s (exit 124, not refused): the path as it stood at
+  // the first failure (endpoints, the host's rules, the kube-proxy logs) is then reported, on a
+  // late success as a diagnostic, so that such a wait says where it was.
+  const pingService = async (
+    from: string,
+    host: string,
+    t: { diagnostic: (message: string) => void },
+  ): Promise<void> => {
+    const started = Date.now();
+    let firstFailure: string | undefined;
+    try {
+      await eventually(
+        `${from} reaches ${host} through its Service`,
+        async () => {
+          try {
+            if ((await ping(from, host)).trim() === 'PONG') return true;
+            throw new Error('no PONG');
+          } catch (err) {
+            firstFailure ??= `${(err as Error).message.split('\n')[0]}\n${await serviceDiagnostics(host.split('.')[0]!)}`;
+            throw err;
+          }
+        },
+        60_000,
+        500,
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nat the first failure: ${firstFailure}`, { cause: err });
+    }
+    if (firstFailure)
+      t.diagnostic(
+        `${from} reached ${host} through its Service after ${((Date.now() - started) / 1000).toFixed(1)} s; at the first failure: ${firstFailure}`,
+      );
+  };
+  /**
+   * Where a Service's path stands when a ping through it failed: its ClusterIP, its endpoints, the
+   * host's NAT rules for it (node 0's kube-proxy) and the end of each kube-proxy's log.
+   */
+  const serviceDiagnostics = async (service: string): Promise<string> => {
+    const lines: string[] = [];
+    const attempt = async (what: string, get: () => Promise<string>) => {
+      try {
+        lines.push(`${what}:\n${(await get()).trim()}`);
+      } catch (err) {
+        lines.push(`${what}: ${(err as Error).message}`);
+      }
+    };
+    const clusterIP = (
+      await kubectl(['get', 'service', service, '-o', 'jsonpath={.spec.clusterIP}']).catch(() => '')
+    ).trim();
+    await attempt(`Service ${service} ${clusterIP}, its EndpointSlices`, () =>
+      kubectl(['get', 'endpointslices', '-l', `kubernetes.io/service-name=${service}`, '-o', 'wide']),
     );
+    await attempt("the host's NAT rules for it", async () =>
+      (await run('iptables-save', ['-t', 'nat'])).stdout
+        .split('\n')
+        .filter((l) => clusterIP && l.includes(clusterIP))
+        .join('\n'),
+    );
+    for (const dir of [join(env.controlPlane.state.dir, 'node'), secondNodeDir(env.controlPlane.state.dir)])
+      await attempt(
+        `${dir}/logs/kube-proxy.log, its end`,
+        async () => (await run('tail', ['-n', '15', join(dir, 'logs', 'kube-proxy.log')])).stdout,
+      );
+    return lines.join('\n');
+  };
 
   before(async () => {
     env = await start({ realNodes: 2 });
@@ -156,20 +214,20 @@ describe('two real nodes', () => {
     assert.match(ip['client-1']!, /^10\.245\.1\.\d+$/);
   });
 
-  test("node 0's Pod reaches node 1's by Pod IP, Service and DNS name", async () => {
+  test("node 0's Pod reaches node 1's by Pod IP, Service and DNS name", async (t) => {
     assert.equal((await ping('redis-0', ip['redis-1']!)).trim(), 'PONG');
     const serviceIP = (
       await kubectl(['get', 'service', 'redis-1', '-o', 'jsonpath={.spec.clusterIP}'])
     ).trim();
     const resolved = await exec('redis-0', `getent hosts redis-1.${ns}.svc.cluster.local`);
     assert.equal(resolved.split(/\s+/)[0], serviceIP, 'the Service name resolves to its ClusterIP');
-    await pingService('redis-0', `redis-1.${ns}.svc.cluster.local`);
+    await pingService('redis-0', `redis-1.${ns}.svc.cluster.local`, t);
   });
 
-  test("node 1's Pods reach node 0's by Pod IP, Service and DNS name, and the API in-cluster", async () => {
+  test("node 1's Pods reach node 0's by Pod IP, Service and DNS name, and the API in-cluster", async (t) => {
     assert.equal((await ping('redis-1', ip['redis-0']!)).trim(), 'PONG');
     // The short name: the search path and DNS on node 1.
-    await pingService('redis-1', 'redis-0');
+    await pingService('redis-1', 'redis-0', t);
     const serviceIP = (
       await kubectl(['get', 'service', 'redis-0', '-o', 'jsonpath={.spec.clusterIP}'])
     ).trim();
