@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { InvalidError, KubeClient, Kinds, resourcePath, type ResourceClient } from '@regulon/client';
-import { start, type TestEnv } from '@regulon/testenv';
+import { eventually, start, type TestEnv } from '@regulon/testenv';
 import { Type } from 'typebox';
 import { CronSchedule } from './cron.ts';
 import {
@@ -108,6 +108,28 @@ async function rejection(write: Promise<unknown>): Promise<string> {
     return err.message;
   }
   assert.fail('the API server accepted the write');
+}
+
+/**
+ * Until a CRD's changed rules are enforced: the API server acknowledges the update and then
+ * rebuilds the kind's validation a moment later, and says nothing when it has. `write` is a dry
+ * run that the new rules refuse.
+ */
+function enforced(what: string, write: () => Promise<unknown>): Promise<true> {
+  return eventually(
+    `${what} enforced`,
+    async () => {
+      try {
+        await write();
+        return false;
+      } catch (err) {
+        if (err instanceof InvalidError) return true;
+        throw err;
+      }
+    },
+    10_000,
+    100,
+  );
 }
 
 describe('a kind installed on a real API server', () => {
@@ -390,6 +412,7 @@ describe('a kind installed on a real API server', () => {
         objectValidations: ChildNamingRules({ kind: 'Named', maxLength: 20, children: 'Services' }),
       }).crd(),
     ]);
+    await enforced('the name rule', () => named().create(object('probe.dots'), { dryRun: true }));
     assert.match(
       await rejection(named().create(object('made.after'))),
       /metadata: Invalid value: name "made\.after" cannot be used: a Named names its Services after itself, and a Service name must be a DNS-1035 label/,
@@ -411,6 +434,13 @@ describe('a kind installed on a real API server', () => {
         ],
       }).crd(),
     ]);
+    await enforced('the plain rule', () =>
+      named().patchStatus(
+        'stored.before',
+        { status: { seen: 3 } },
+        { type: 'merge', namespace: ns, dryRun: true },
+      ),
+    );
     assert.match(
       await rejection(
         named().patchStatus('stored.before', { status: { seen: 3 } }, { type: 'merge', namespace: ns }),
