@@ -42,7 +42,7 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
     ({ env, client, ns, store } = s);
     execIn = new PodExec(env.kubeConfig);
   });
-  const { withPrimary, repositoryInfo, insert, ids, standbyPastTheRows, failOver, archiverGauge } =
+  const { withPrimary, repositoryInfo, insert, ids, standbyPastTheRows, failOver, gauge } =
     postgresBackupTools(s);
   const { objectStore, createDatabase, ready, finished, backupOf, eventsAbout } = s;
   const { assertNoKeysAnywhere } = s;
@@ -55,7 +55,7 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
     // The archiver is first read a period after the stanza exists: then the gauge has its series.
     await eventually(
       'the archiver read, keeping up',
-      async () => (await archiverGauge('archiver', ARCHIVING_FAILING_METRIC)) === 0,
+      async () => (await gauge('archiver', ARCHIVING_FAILING_METRIC)) === 0,
       120_000,
     );
     // The archive's lag under a write load that writes 5 MB and switches the segment every half
@@ -141,8 +141,8 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
         'a Warning Event ArchivingFailed',
         async () => (await eventsAbout('archiver', 'Warning', 'ArchivingFailed')).length > 0,
       );
-      assert.equal(await archiverGauge('archiver', ARCHIVING_FAILING_METRIC), 1);
-      const lag = await archiverGauge('archiver', ARCHIVE_LAG_METRIC);
+      assert.equal(await gauge('archiver', ARCHIVING_FAILING_METRIC), 1);
+      const lag = await gauge('archiver', ARCHIVE_LAG_METRIC);
       assert.ok(lag !== undefined && lag > 0, `archive lag ${lag}`);
       // More writes while refused: they must reach the archive once it answers.
       await insert('archiver', 101, 200);
@@ -160,7 +160,7 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
         const d = await dbs().get('archiver', { namespace: ns });
         return (
           cond(d.status?.conditions, 'BackupSucceeded')?.reason !== 'ArchivingFailed' &&
-          (await archiverGauge('archiver', ARCHIVING_FAILING_METRIC)) === 0
+          (await gauge('archiver', ARCHIVING_FAILING_METRIC)) === 0
         );
       },
       120_000,

@@ -61,11 +61,14 @@ export function postgresBackupTools(s: BackupSuite) {
     return parseInfo(r.stdout);
   };
 
-  /** regulon_database_backup_failing for the Database, as the suite's manager exports it. */
-  const failingMetric = async (database: string) =>
-    (await s.mgr.registry.getSingleMetric(FAILING_METRIC)?.get())?.values.find(
+  /** One of the manager's gauges (backup, archiver) for the Database, as the suite's manager exports it. */
+  const gauge = async (database: string, metric: string) =>
+    (await s.mgr.registry.getSingleMetric(metric)?.get())?.values.find(
       (v) => v.labels['database'] === database && v.labels['database_namespace'] === s.ns,
     )?.value;
+
+  /** regulon_database_backup_failing for the Database. */
+  const failingMetric = (database: string) => gauge(database, FAILING_METRIC);
 
   /** Inserts ids from..to into the Database's `items` table. */
   const insert = (name: string, from: number, to: number) =>
@@ -119,12 +122,6 @@ export function postgresBackupTools(s: BackupSuite) {
     return promoted;
   };
 
-  /** One of the archiver's gauges for the Database, as the suite's manager exports it. */
-  const archiverGauge = async (database: string, metric: string) =>
-    (await s.mgr.registry.getSingleMetric(metric)?.get())?.values.find(
-      (v) => v.labels['database'] === database && v.labels['database_namespace'] === s.ns,
-    )?.value;
-
   return {
     withPrimary,
     repositoryInfo,
@@ -133,6 +130,6 @@ export function postgresBackupTools(s: BackupSuite) {
     ids,
     standbyPastTheRows,
     failOver,
-    archiverGauge,
+    gauge,
   };
 }
