@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readlinkSync } from 'node:fs';
 import { test } from 'node:test';
-import { cutPodOffFrom, faultsUnsupported, hostAddressesIn, localAddresses } from './faults.ts';
+import { cutPodOffFrom, faultsUnsupported, hostAddressesIn, localAddresses, outermost } from './faults.ts';
 import { sh } from './host.ts';
 import { eventually } from './wait.ts';
 
@@ -89,3 +89,16 @@ test(
     }
   },
 );
+
+test("a server's process, not a fork of it that still carries its command line, even when PIDs wrapped", () => {
+  // 30001 the server (parent 4000, the container's init); 812 and 30050 forks of it, 812 after a
+  // wrap; 77 a second server under the same init.
+  const parents = new Map([
+    [30001, 4000],
+    [812, 30001],
+    [30050, 30001],
+    [77, 4000],
+  ]);
+  assert.deepEqual(outermost(parents), [77, 30001]);
+  assert.deepEqual(outermost(new Map([[812, 30001]])), [812], 'a fork whose server was not seen is kept');
+});

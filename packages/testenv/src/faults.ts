@@ -90,21 +90,36 @@ export function cutPodOffFrom(pid: number, addresses: readonly string[]): PodPar
   );
 }
 
-/** The host PIDs of a Pod's processes whose argv `matches` (the kubelet's cgroups carry the Pod's uid). */
+/**
+ * The host PIDs of a Pod's processes whose argv `matches` (the kubelet's cgroups carry the Pod's
+ * uid), in PID order. A match whose parent matches too is left out: a process just forked (a
+ * postgres backend, a redis save) carries its parent's command line until it sets its own title,
+ * and PIDs wrap on a busy machine, so it could come before the server it was forked from.
+ */
 export function podPids(podUid: string, matches: (argv: string[]) => boolean): number[] {
-  const found: number[] = [];
+  const found = new Map<number, number>();
   const marks = [podUid, podUid.replace(/-/g, '_')];
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const cgroup = readFileSync(`/proc/${pid}/cgroup`, 'utf8');
       if (!marks.some((m) => cgroup.includes(m))) continue;
-      if (matches(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'))) found.push(Number(pid));
+      if (!matches(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'))) continue;
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      found.set(Number(pid), Number(/^PPid:\s+(\d+)/m.exec(status)?.[1] ?? 0));
     } catch {
       // The process ended while being read.
     }
   }
-  return found;
+  return outermost(found);
+}
+
+/** Of processes given as PID to parent PID, those whose parent is not among them, in PID order. */
+export function outermost(parents: ReadonlyMap<number, number>): number[] {
+  return [...parents]
+    .filter(([, parent]) => !parents.has(parent))
+    .map(([pid]) => pid)
+    .sort((a, b) => a - b);
 }
 
 /** The real nodes' Pod subnets: where hostAddressesIn finds their containers' addresses. */
