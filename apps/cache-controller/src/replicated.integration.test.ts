@@ -19,6 +19,7 @@ import {
   loadImagesIntoRealNode,
   localImageCatalog,
   podPids,
+  podServerPid,
   podSandboxPid,
   start,
   type TestEnv,
@@ -525,7 +526,7 @@ done`,
     const sampler = sampleRoles();
     try {
       const primaryUid = (await pods().get(primary, { namespace: ns })).metadata!.uid!;
-      const [server] = podPids(primaryUid, (argv) => /redis-server/.test(argv[0] ?? ''));
+      const server = podServerPid(primaryUid, (argv) => /redis-server/.test(argv[0] ?? ''));
       assert.ok(server, `the server process of ${primary}`);
       const writer = writeFor(API_OUTAGE_S + 20);
       await new Promise((r) => setTimeout(r, WRITER_WARMUP_S * 1000));
@@ -570,7 +571,7 @@ done`,
         'writes acknowledged to the end of the outage',
       );
       assert.ok(gap < 5_000, `writes went on throughout: the longest gap was ${gap} ms`);
-      const [now] = podPids(primaryUid, (argv) => /redis-server/.test(argv[0] ?? ''));
+      const now = podServerPid(primaryUid, (argv) => /redis-server/.test(argv[0] ?? ''));
       assert.equal(
         now,
         server,
@@ -728,7 +729,7 @@ done`,
     );
     // What the replica holds the moment before the crash: none of it may be lost.
     const held = (await ask(replicaIp, ['KEYS', 'k*'], ledgerPassword)) as string[];
-    const [server] = podPids(oldPod.metadata!.uid!, (argv) => /redis-server/.test(argv[0] ?? ''));
+    const server = podServerPid(oldPod.metadata!.uid!, (argv) => /redis-server/.test(argv[0] ?? ''));
     assert.ok(server, `${old}'s redis-server`);
     process.kill(server, 'SIGKILL');
     const crashedAt = Date.now();
@@ -798,7 +799,7 @@ done`,
     assert.ok(replicaServer.length > 0, `${replica}'s redis-server`);
     for (const pid of replicaServer) process.kill(pid, 'SIGSTOP');
     try {
-      const [server] = podPids(primaryPod.metadata!.uid!, (argv) => /redis-server/.test(argv[0] ?? ''));
+      const server = podServerPid(primaryPod.metadata!.uid!, (argv) => /redis-server/.test(argv[0] ?? ''));
       assert.ok(server, `${primary}'s redis-server`);
       process.kill(server, 'SIGKILL');
       const crashedAt = Date.now();

@@ -90,13 +90,23 @@ export function cutPodOffFrom(pid: number, addresses: readonly string[]): PodPar
   );
 }
 
-/**
- * The host PIDs of a Pod's processes whose argv `matches` (the kubelet's cgroups carry the Pod's
- * uid), in PID order. A match whose parent matches too is left out: a process just forked (a
- * postgres backend, a redis save) carries its parent's command line until it sets its own title,
- * and PIDs wrap on a busy machine, so it could come before the server it was forked from.
- */
+/** The host PIDs of a Pod's processes whose argv `matches` (the kubelet's cgroups carry the Pod's uid), in PID order. */
 export function podPids(podUid: string, matches: (argv: string[]) => boolean): number[] {
+  return [...podProcesses(podUid, matches).keys()].sort((a, b) => a - b);
+}
+
+/**
+ * The host PID of the Pod's server that `matches`: of the matching processes, the first whose
+ * parent does not match too. A process just forked (a postgres backend, a redis save) carries its
+ * parent's command line until it sets its own title, and PIDs wrap on a busy machine, so the
+ * first match alone could be a fork that came before the server it was forked from.
+ */
+export function podServerPid(podUid: string, matches: (argv: string[]) => boolean): number | undefined {
+  return outermost(podProcesses(podUid, matches))[0];
+}
+
+/** A Pod's processes whose argv `matches`, as PID to parent PID. */
+function podProcesses(podUid: string, matches: (argv: string[]) => boolean): Map<number, number> {
   const found = new Map<number, number>();
   const marks = [podUid, podUid.replace(/-/g, '_')];
   for (const pid of readdirSync('/proc')) {
@@ -111,7 +121,7 @@ export function podPids(podUid: string, matches: (argv: string[]) => boolean): n
       // The process ended while being read.
     }
   }
-  return outermost(found);
+  return found;
 }
 
 /** Of processes given as PID to parent PID, those whose parent is not among them, in PID order. */

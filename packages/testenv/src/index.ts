@@ -50,6 +50,7 @@ export {
   cutPodOffFrom,
   refusePodConnectionsTo,
   podPids,
+  podServerPid,
   podSandboxPid,
   isSandbox,
   type Partition,
@@ -75,3 +76,6 @@ export {
   type S3Request,
   type S3Response,
 } from './object-store.ts';
+
+/** Whether process `pid` exists (signal 0 only asks). */
+export { isAlive } from './process.ts';
