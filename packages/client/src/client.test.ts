@@ -105,6 +105,38 @@ const cm = (name: string, extra: Record<string, unknown> = {}) => ({
   metadata: { name, namespace: 'ns', ...extra },
 });
 
+describe('guardWrites', () => {
+  it('runs before each attempt of a write, not of a read; what it throws fails the write unsent, unretried', async () => {
+    const { client, transport } = setup();
+    let refuse = false;
+    let asked = 0;
+    client.guardWrites(() => {
+      asked++;
+      if (refuse) throw new Error('no longer the leader');
+    });
+    transport.replies.push(
+      { ...status(429, 'TooManyRequests'), headers: { 'content-type': 'application/json' } },
+      json(201, cm('a')),
+      json(200, cm('a')),
+    );
+    await client.resource(Kinds.ConfigMap).create(cm('a'));
+    assert.equal(asked, 2, 'once per attempt: the retry after 429 asked again');
+    await client.resource(Kinds.ConfigMap).get('a', { namespace: 'ns' });
+    assert.equal(asked, 2, 'a read is not guarded');
+
+    refuse = true;
+    await assert.rejects(
+      client.resource(Kinds.ConfigMap).delete('a', { namespace: 'ns' }),
+      /no longer the leader/,
+    );
+    assert.equal(transport.requests.length, 3, 'the refused delete was never sent');
+    client.guardWrites(undefined);
+    transport.replies.push(json(200, cm('a')));
+    await client.resource(Kinds.ConfigMap).delete('a', { namespace: 'ns' });
+    assert.equal(transport.requests.length, 4);
+  });
+});
+
 describe('retries', () => {
   it('retries 429 even for a create, honouring Retry-After', async () => {
     const { client, transport, clock } = setup();

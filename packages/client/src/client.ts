@@ -45,6 +45,7 @@ export class KubeClient {
   readonly #clock: Clock;
   readonly #metrics: RequestMetrics;
   readonly #discovery: Discovery;
+  #writeGuard: (() => void) | undefined;
 
   /** `transport` is for tests of this package; it replaces the HTTP layer. */
   constructor(kc: KubeConfigSource, opts: ClientOptions = {}, transport?: HttpTransport) {
@@ -98,6 +99,18 @@ export class KubeClient {
     opts: { signal?: AbortSignal } = {},
   ): Promise<ResourceType<T>> {
     return (await this.#discovery.resolve(group, version, kind, opts.signal)) as ResourceType<T>;
+  }
+
+  /**
+   * `guard` runs before every attempt of a request that is not a read (GET, HEAD), after the
+   * rate limiter and right before the request is sent; what it throws fails the request unsent
+   * and is not retried. The Manager guards with its leader election: a leader whose renew
+   * deadline has passed sends nothing, even in the turn of its event loop that runs before its
+   * deadline timer (a process resumed after a freeze handles the replies that came meanwhile
+   * first). One guard per client; `undefined` removes it.
+   */
+  guardWrites(guard: (() => void) | undefined): void {
+    this.#writeGuard = guard;
   }
 
   /** Low-level request: JSON in, JSON out, typed errors. */
@@ -225,6 +238,7 @@ export class KubeClient {
     try {
       for (let retry = 0; ; retry++) {
         await this.#limiter.take(signal);
+        if (method !== 'GET' && method !== 'HEAD') this.#writeGuard?.();
         let res: TransportResponse | undefined;
         let failure: unknown;
         try {

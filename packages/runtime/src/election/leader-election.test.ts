@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient, Kinds, retyped } from '@regulon/client';
+import { KubeClient, Kinds, isNotFound, retyped } from '@regulon/client';
+import { realClock, type Clock } from '@regulon/util';
 import { start, type TestEnv } from '@regulon/testenv';
 import { Registry, type Gauge } from 'prom-client';
 import {
@@ -234,6 +235,93 @@ describe('LeaderElector (real API server)', () => {
       assert.ok(takeover - lastRenew >= LEASE_MS, 'the standby waited out the full lease');
     } finally {
       proxy.close();
+    }
+  });
+
+  test('a leader resumed after a freeze (its clock past the renew deadline, its timers not yet run) writes nothing: the guarded client refuses before sending, and leadership is lost at once', async () => {
+    const ns = await env.newNamespace('le-frozen');
+    // Real timers; `now()` jumps ahead on demand, as a process's clock does across a SIGSTOP
+    // while none of its timers has had a turn yet.
+    let frozenMs = 0;
+    const clock: Clock = {
+      now: () => realClock.now() + frozenMs,
+      setTimeout: (fn, ms) => realClock.setTimeout(fn, ms),
+      clearTimeout: (h) => realClock.clearTimeout(h),
+    };
+    const client = KubeClient.fromKubeConfig(env.kubeConfig);
+    let leadingSignal: AbortSignal | undefined;
+    const elector = new LeaderElector({
+      client,
+      namespace: ns,
+      name: LEASE_NAME,
+      identity: 'frozen',
+      leaseDurationMs: LEASE_MS,
+      renewDeadlineMs: RENEW_MS,
+      retryPeriodMs: RETRY_MS,
+      clock,
+      onStartedLeading: (signal) => {
+        leadingSignal = signal;
+      },
+      onStoppedLeading: () => {},
+    });
+    client.guardWrites(() => elector.assertLeading());
+    const outcome = elector.run().then(
+      () => 'resolved',
+      (err: unknown) => err,
+    );
+    const configMaps = client.resource(Kinds.ConfigMap);
+    try {
+      await eventually('leading', () => elector.isLeader);
+      await configMaps.create({ metadata: { name: 'while-leading', namespace: ns } });
+      elector.assertLeading();
+
+      frozenMs = RENEW_MS;
+      await assert.rejects(
+        configMaps.create({ metadata: { name: 'after-the-freeze', namespace: ns } }),
+        LeadershipLostError,
+      );
+      assert.equal(elector.isLeader, false, 'lost at the first write, not at its timer');
+      assert.equal(leadingSignal?.aborted, true);
+      assert.throws(() => elector.assertLeading(), LeadershipLostError);
+      await assert.rejects(
+        admin.resource(Kinds.ConfigMap).get('after-the-freeze', { namespace: ns }),
+        (err: unknown) => isNotFound(err),
+        'the refused write was never sent',
+      );
+      assert.ok((await outcome) instanceof LeadershipLostError, 'run() rejects with the loss');
+      // Reads still go: the guard is for writes only.
+      await configMaps.get('while-leading', { namespace: ns });
+    } finally {
+      client.close();
+    }
+  });
+
+  test('stopped rather than lost, the elector lets writes through (a release after a graceful stop)', async () => {
+    const ns = await env.newNamespace('le-stopped');
+    const client = KubeClient.fromKubeConfig(env.kubeConfig);
+    const elector = new LeaderElector({
+      client,
+      namespace: ns,
+      name: LEASE_NAME,
+      identity: 'stopped',
+      leaseDurationMs: LEASE_MS,
+      renewDeadlineMs: RENEW_MS,
+      retryPeriodMs: RETRY_MS,
+      onStartedLeading: () => {},
+      onStoppedLeading: () => {},
+    });
+    client.guardWrites(() => elector.assertLeading());
+    const stop = new AbortController();
+    const running = elector.run(stop.signal);
+    try {
+      await eventually('leading', () => elector.isLeader);
+      stop.abort();
+      await running;
+      elector.assertLeading();
+      await elector.release();
+      assert.equal((await getLease(ns)).spec?.holderIdentity ?? '', '', 'released: the holder cleared');
+    } finally {
+      client.close();
     }
   });
 

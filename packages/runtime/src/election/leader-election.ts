@@ -173,6 +173,8 @@ export class LeaderElector {
   readonly #release = new AbortController();
   #runFinished: Promise<void> | undefined;
   #leading: AbortController | undefined;
+  /** While leading: loses leadership once the local clock passed the renew deadline (see assertLeading). */
+  #checkDeadline: (() => void) | undefined;
   #stopped: Promise<void> = Promise.resolve();
   // The record as last seen, and when (local clock) it was first seen in that state.
   #observed: LeaseSpec | undefined;
@@ -209,6 +211,20 @@ export class LeaderElector {
   /** True while this process leads (between onStartedLeading and onStoppedLeading). */
   get isLeader(): boolean {
     return this.#leading !== undefined && !this.#leading.signal.aborted;
+  }
+
+  /**
+   * Throws the LeadershipLostError once this process has lost its leadership, losing it first
+   * when the local clock says the renew deadline passed without a renewal and the deadline's
+   * timer has not fired yet. A process resumed after a freeze (SIGSTOP, a paused VM) runs the
+   * I/O that completed meanwhile before its timers, so a write in that turn would go out before
+   * the timer stops it: the Manager checks here before every write (KubeClient.guardWrites).
+   * Never throws when the election was stopped or released rather than lost.
+   */
+  assertLeading(): void {
+    this.#checkDeadline?.();
+    const reason: unknown = this.#leading?.signal.reason;
+    if (this.#leading?.signal.aborted && reason instanceof LeadershipLostError) throw reason;
   }
 
   /** The holder in the last observed record; undefined when none was seen or the lease is released. */
@@ -333,6 +349,10 @@ export class LeaderElector {
       );
     };
     armDeadline();
+    this.#checkDeadline = () => {
+      if (this.#clock.now() >= renewedAt + this.#renewDeadlineMs)
+        lose(`no renewal succeeded within the renew deadline of ${this.#renewDeadlineMs} ms`);
+    };
     this.#setGauge(1);
     this.#log.info({ lease: this.lease, identity: this.identity }, 'acquired leader lease; leading');
     this.#callStartedLeading(leading.signal);
@@ -358,6 +378,7 @@ export class LeaderElector {
       // Aborted while waiting: stopped, released or lost.
     } finally {
       if (deadline) this.#clock.clearTimeout(deadline);
+      this.#checkDeadline = undefined;
     }
     if (lost) throw lost;
     this.#stopLeading(undefined);

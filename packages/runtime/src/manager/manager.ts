@@ -238,6 +238,10 @@ export class Manager {
             leaderStop.abort();
           },
         });
+        // Nothing is written once the renew deadline passed, whatever the timers say (see
+        // LeaderElector.assertLeading): the leader-only work's writes go through this client.
+        const elector = this.#elector;
+        this.client.guardWrites(() => elector.assertLeading());
         electing = this.#elector.run(electionStop.signal).catch((err: unknown) => {
           if (err instanceof LeadershipLostError) {
             lost = err;
