@@ -2,11 +2,11 @@
 // with what MariaDB adds (mariadbd, a cluster id instead of a system
 // identifier, GTID positions, semi-synchronous replication).
 //   npx regulon-testenv exec -- npx node --test apps/database-controller/src/mariadb-replication.integration.test.ts
-import { basename } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { Kinds } from '@regulon/client';
 import mysql from 'mysql2/promise';
 import { describeReplication, type SuiteContext } from './testing/replication-suite.ts';
+import { ENGINE_CASES } from './testing/side-by-side.ts';
 import { LOAD_TABLE, readCredentials } from './testing/workload.ts';
 
 /** One row from an instance, as the application's account (the credentials Secret's). */
@@ -35,11 +35,8 @@ async function ask(
 
 describeReplication({
   title: 'Database replication on real MariaDB',
-  engine: 'mariadb',
+  ...ENGINE_CASES.mariadb,
   name: 'mdb',
-  container: 'mariadb',
-  // The serving mariadbd, not the socket-only one the start script runs while it prepares a data directory.
-  isServer: (argv) => basename(argv[0] ?? '') === 'mariadbd' && !argv.includes('--skip-networking'),
   identity: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
   position: /^\d+-\d+-\d+$/,
   uriScheme: 'mysql://',

@@ -7,6 +7,7 @@ import { Kinds } from '@regulon/client';
 import type { V1Pod } from '@kubernetes/client-node';
 import { slotName } from './postgres/start-script.ts';
 import { describeReplication, type SuiteContext } from './testing/replication-suite.ts';
+import { ENGINE_CASES } from './testing/side-by-side.ts';
 import { LOAD_TABLE, readCredentials } from './testing/workload.ts';
 
 /** One query on an instance, as the replication role (its password from the create-once Secret). */
@@ -35,11 +36,8 @@ async function asReplicationRole<R extends pg.QueryResultRow>(
 
 describeReplication({
   title: 'Database replication on real PostgreSQL',
-  engine: 'postgres',
+  ...ENGINE_CASES.postgres,
   name: 'pg',
-  container: 'postgres',
-  // The postmaster: its children rename themselves "postgres: ...".
-  isServer: (argv) => argv[0] === 'postgres' && argv[1] === '-D',
   identity: /^\d+$/,
   position: /^[0-9A-F]+\/[0-9A-F]+$/,
   uriScheme: 'postgresql://',

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { loadKubeConfig } from '@regulon/client';
-import { testManager, type Manager } from '@regulon/runtime';
+import { testManager, type LeaderElectionConfig, type Manager } from '@regulon/runtime';
 
 const ENV = 'REGULON_TEST_MANAGER_PROCESS';
 
@@ -17,6 +17,8 @@ export interface ManagerProcessConfig {
   namespace: string;
   /** What the entry module's setup needs (JSON), such as an image catalog's document. */
   options: unknown;
+  /** Leader election among the processes started with the same Lease (none by default). */
+  leaderElection?: LeaderElectionConfig | undefined;
 }
 
 /** Starts `entry` (a module URL) as a process of this user in group `gid`, so it reads the same files. */
@@ -43,6 +45,7 @@ export async function runManagerProcess(setup: (mgr: Manager, options: unknown) 
   const config = JSON.parse(raw) as ManagerProcessConfig;
   const mgr = testManager(loadKubeConfig({ kubeconfigPath: config.kubeconfigPath }), {
     namespace: config.namespace,
+    ...(config.leaderElection ? { leaderElection: config.leaderElection } : {}),
   });
   setup(mgr, config.options);
   process.once('SIGTERM', () => mgr.stop());

@@ -29,6 +29,7 @@ import {
   loadImagesIntoRealNode,
   localImageCatalog,
   podPids,
+  podServerPid,
   podSandboxPid,
   start,
   type TestEnv,
@@ -39,6 +40,7 @@ import { setupDatabaseController } from '../index.ts';
 import { FORCE_PROMOTE_ANNOTATION, SWITCHOVER_ANNOTATION } from '../replication/replication.ts';
 import {
   describeSplitBrain,
+  lastOccurred,
   lostWrites,
   mariadbStatement,
   readCredentials,
@@ -65,7 +67,7 @@ export interface EngineUnderTest {
   /** The Database's name: its Pods are `<name>-<ordinal>`. */
   name: string;
   container: string;
-  /** Whether a process of the instance's container is its serving server (see {@link serverPid}). */
+  /** Whether a process of the instance's container is its serving server (see podServerPid). */
   isServer: (argv: string[]) => boolean;
   /** status.systemIdentifier, once known. */
   identity: RegExp;
@@ -119,10 +121,6 @@ export function containerProcessTrees(podUid: string): number[] {
     return false;
   };
   return pids.filter(descends);
-}
-/** The host PID of the process of a Pod's container that `matches`. */
-export function serverPid(podUid: string, matches: (argv: string[]) => boolean): number | undefined {
-  return podPids(podUid, matches)[0];
 }
 
 /** SIGSTOP, unless the process ended since it was listed (a short-lived exec, a backend). */
@@ -659,7 +657,7 @@ export function describeReplication(e: EngineUnderTest): void {
       try {
         await sampler.waitForRound('one writable instance', (r) => r.writable.join() === primary, 30_000);
         const primaryUid = (await pods().get(primary, { namespace: ns })).metadata!.uid!;
-        server = serverPid(primaryUid, e.isServer);
+        server = podServerPid(primaryUid, e.isServer);
         assert.ok(server, `the server process of ${primary}`);
         cuts.push(cutOffFromApiServer(CUT_OFF_GIDS[engine], env.server));
         for (const p of before.status!.instances!) {
@@ -691,7 +689,7 @@ export function describeReplication(e: EngineUnderTest): void {
         assert.deepEqual(summary.writableSequence, [primary], 'the primary never moved or stopped');
         assert.equal(summary.maxWritableAtOnce, 1);
         const uid = (await pods().get(primary, { namespace: ns })).metadata!.uid!;
-        const now = serverPid(uid, e.isServer);
+        const now = podServerPid(uid, e.isServer);
         // A restart is the agent's fence or the kubelet's: the run before says which, and why.
         if (now !== server)
           assert.fail(
@@ -781,14 +779,7 @@ export function describeReplication(e: EngineUnderTest): void {
     /** The reasons of the Events about the Database since a moment, oldest first. */
     const reasonsSince = async (fromMs: number) => {
       const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
-      const at = (x: EventsV1Event) =>
-        new Date(
-          x.series?.lastObservedTime ??
-            x.eventTime ??
-            x.deprecatedLastTimestamp ??
-            x.metadata?.creationTimestamp ??
-            0,
-        ).getTime();
+      const at = lastOccurred;
       return events
         .filter((x) => x.regarding?.name === NAME && at(x) >= fromMs - 1000)
         .sort((a, b) => at(a) - at(b))
@@ -910,7 +901,7 @@ export function describeReplication(e: EngineUnderTest): void {
     const killServer = async (primary: string) => {
       const p = await pods().get(primary, { namespace: ns });
       const pid = await eventually('the serving server process', () =>
-        Promise.resolve(serverPid(p.metadata!.uid!, e.isServer)),
+        Promise.resolve(podServerPid(p.metadata!.uid!, e.isServer)),
       );
       process.kill(pid, 'SIGKILL');
     };

@@ -12,7 +12,7 @@
 // Credentials come from the Database's credentials Secret through the API and
 // are never printed: the writer Pod takes them from the Secret itself.
 import { readFileSync } from 'node:fs';
-import type { V1EnvVar, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { EventsV1Event, V1EnvVar, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Kinds, isNotFound, type KubeClient } from '@regulon/client';
 import { REAL_NODE_POD_SUBNETS, eventually, hostAddressesIn, type HostAddress } from '@regulon/testenv';
 import mysql from 'mysql2/promise';
@@ -608,6 +608,7 @@ export function replicationThreads(row: Record<string, unknown> | undefined): st
 class InstanceProbe {
   #session: RoleSession | undefined;
   #connecting: Promise<RoleSession> | undefined;
+  #disposed = false;
   readonly ip: string;
   readonly name: string;
   readonly #open: OpenSession;
@@ -636,6 +637,15 @@ class InstanceProbe {
     session?.destroy();
   }
 
+  /**
+   * Closes for good: a connection still being opened is dropped once it opens (to an instance
+   * on a lost node it opens only when the node is back), or it would keep the process alive.
+   */
+  dispose(): void {
+    this.#disposed = true;
+    this.close();
+  }
+
   #connect(): Promise<RoleSession> {
     let session: RoleSession | undefined;
     const connecting = this.#open(this.ip, this.name, () => {
@@ -645,6 +655,7 @@ class InstanceProbe {
       (s) => {
         this.#connecting = undefined;
         this.#session = session = s;
+        if (this.#disposed) this.close();
         return s;
       },
       (err: unknown) => {
@@ -763,7 +774,7 @@ export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSa
     for (const [ip, probe] of probes) {
       // An address no longer held, or now another instance's: the old connection is to nothing.
       if (!wanted.has(ip) || (podAt.has(ip) && podAt.get(ip) !== probe.name)) {
-        probe.close();
+        probe.dispose();
         probes.delete(ip);
       }
     }
@@ -786,7 +797,7 @@ export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSa
         const answer = await ask(a.ip, name);
         if (answer.role === 'unreachable' && NOT_THIS_DATABASE.test(answer.reason ?? '')) {
           foreign.add(`${a.netns} ${a.ip}`);
-          probes.get(a.ip)?.close();
+          probes.get(a.ip)?.dispose();
           probes.delete(a.ip);
           return undefined;
         }
@@ -819,7 +830,7 @@ export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSa
     stop: async () => {
       stopped = true;
       await Promise.all([sampling, listing]);
-      for (const probe of probes.values()) probe.close();
+      for (const probe of probes.values()) probe.dispose();
       probes.clear();
       return summarise(history);
     },
@@ -1039,4 +1050,15 @@ export async function readReplicaRows(opts: Omit<CountRowsOptions, 'host'>): Pro
 /** Acknowledged ids missing from `present`: the acknowledged writes lost. */
 export function lostWrites(acked: Iterable<number>, present: ReadonlySet<number>): number[] {
   return [...acked].filter((id) => !present.has(id));
+}
+
+/** When an Event last occurred (epoch ms): its series' latest occurrence, else its own time. */
+export function lastOccurred(x: EventsV1Event): number {
+  return new Date(
+    x.series?.lastObservedTime ??
+      x.eventTime ??
+      x.deprecatedLastTimestamp ??
+      x.metadata?.creationTimestamp ??
+      0,
+  ).getTime();
 }
