@@ -18,7 +18,7 @@ function report(dir: string, project: string, source: string): void {
   );
 }
 
-test("the summary counts node's JUnit reports, per project, and names each failure with its cause", () => {
+test("the summary counts node's JUnit reports, per project (its parts together), and names each failure with its cause", () => {
   const dir = mkdtempSync(join(tmpdir(), 'junit-summary-'));
   try {
     report(
@@ -39,12 +39,14 @@ test("the summary counts node's JUnit reports, per project, and names each failu
       '_regulon_beta',
       `import { test } from 'node:test'; test('one', () => {}); test('two', () => {});`,
     );
+    // A part run apart (node-test.ts --alone) counts with its project.
+    report(dir, '_regulon_beta.alone', `import { test } from 'node:test'; test('quiet', () => {});`);
 
     const summary = summarizeJUnit(dir);
-    assert.deepEqual([summary.passed, summary.failed, summary.skipped], [3, 2, 1]);
+    assert.deepEqual([summary.passed, summary.failed, summary.skipped], [4, 2, 1]);
     const lines = summary.text.split('\n');
-    assert.ok(lines.includes('tests per project: alpha 4, beta 2'), summary.text);
-    assert.equal(lines.at(-1), 'tests: 3 passed, 2 failed, 1 skipped');
+    assert.ok(lines.includes('tests per project: alpha 4, beta 3'), summary.text);
+    assert.equal(lines.at(-1), 'tests: 4 passed, 2 failed, 1 skipped');
     const failed = lines.filter((l) => l.startsWith('\u2716 '));
     assert.equal(failed.length, 2, summary.text);
     assert.match(failed[0]!, /^✖ alpha: .* > compares <tags> & "quotes" \(.*alpha\.test\.mjs\)$/);

@@ -22,7 +22,7 @@ export function summarizeJUnit(dir: string): JUnitSummary {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
-  const perProject: string[] = [];
+  const perProject = new Map<string, number>();
   const failures: string[] = [];
   const files = existsSync(dir)
     ? readdirSync(dir)
@@ -30,7 +30,11 @@ export function summarizeJUnit(dir: string): JUnitSummary {
         .sort()
     : [];
   for (const file of files) {
-    const project = file.replace(/\.xml$/, '').replace(/^_regulon_/, '');
+    // A project that runs its files in parts writes `<project>.<part>.xml` beside `<project>.xml`.
+    const project = file
+      .replace(/\.xml$/, '')
+      .replace(/^_regulon_/, '')
+      .split('.')[0]!;
     let count = 0;
     for (const m of readFileSync(join(dir, file), 'utf8').matchAll(
       /<testcase((?:\s+[\w:.-]+="[^"]*")*)\s*(\/>|>([\s\S]*?)<\/testcase>)/g,
@@ -43,11 +47,11 @@ export function summarizeJUnit(dir: string): JUnitSummary {
       } else if (/<skipped\b/.test(body)) skipped++;
       else passed++;
     }
-    perProject.push(`${project} ${count}`);
+    perProject.set(project, (perProject.get(project) ?? 0) + count);
   }
   const text = [
     '',
-    `tests per project: ${perProject.join(', ') || 'no report'}`,
+    `tests per project: ${[...perProject].map(([p, n]) => `${p} ${n}`).join(', ') || 'no report'}`,
     ...failures,
     '',
     `tests: ${passed} passed, ${failed} failed, ${skipped} skipped`,

@@ -1,6 +1,6 @@
 // A project's `test` script: node's built-in runner with a readable spec report
 // on stdout and a JUnit report for the run's summary (REGULON_TEST_RESULTS).
-//   node ../../tools/scripts/node-test.ts [--cluster] [--concurrency=N] [--slowest-first=F,...] [globs...]
+//   node ../../tools/scripts/node-test.ts [--cluster] [--concurrency=N] [--slowest-first=F,...] [--alone=F,...] [globs...]
 // --cluster runs the tests against one real control plane (regulon-testenv exec
 // reuses the run's control plane when there is one, or starts one).
 // --concurrency=N runs N test files at once (node's default is the cores less
@@ -11,10 +11,14 @@
 // sorts late starts when the others are nearly done and alone makes the run long;
 // started first, the short files fill the other slots beside it. The runner's own
 // API (`run()` from node:test) takes the files in the order given.
+// --alone=F,... runs those files first, one by one with nothing beside them, then
+// the rest N at once: a file that measures the machine (a benchmark's harness)
+// needs it quiet, and the others need not wait for each other on its account.
 import { createWriteStream, globSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { run as runTests } from 'node:test';
 import { junit, spec } from 'node:test/reporters';
 import { run } from './run.ts';
@@ -26,6 +30,7 @@ const concurrency = option('concurrency');
 if (concurrency !== undefined && !/^[1-9]\d*$/.test(concurrency))
   throw new Error(`--concurrency takes a positive whole number, not "${concurrency}"`);
 const slowest = option('slowest-first')?.split(',') ?? [];
+const alone = option('alone')?.split(',') ?? [];
 const globs = args.filter((a) => !a.startsWith('--'));
 
 // Under --cluster, this script runs again inside `regulon-testenv exec`, which
@@ -40,22 +45,28 @@ if (cluster && !process.env[INSIDE]) {
 }
 
 const found = [...new Set((globs.length ? globs : ['src/**/*.test.ts']).flatMap((g) => globSync(g)))].sort();
-for (const f of slowest)
-  if (!found.includes(f)) throw new Error(`--slowest-first names ${f}, which is not among the test files`);
-const files = [...slowest, ...found.filter((f) => !slowest.includes(f))];
+for (const [flag, named] of [
+  ['slowest-first', slowest],
+  ['alone', alone],
+] as const)
+  for (const f of named)
+    if (!found.includes(f)) throw new Error(`--${flag} names ${f}, which is not among the test files`);
+const rest = [...slowest, ...found.filter((f) => !slowest.includes(f))].filter((f) => !alone.includes(f));
 
 const { name } = JSON.parse(readFileSync('package.json', 'utf8')) as { name: string };
 const results = process.env['REGULON_TEST_RESULTS'] ?? tmpdir();
-const stream = runTests({
-  files,
-  timeout: 600_000,
-  ...(concurrency ? { concurrency: Number(concurrency) } : {}),
-});
-stream.on('test:fail', () => {
-  process.exitCode = 1;
-});
-// compose() types its result loosely: both are readable streams of the report's text.
-(stream.compose(new spec()) as Readable).pipe(process.stdout);
-(stream.compose(junit) as Readable).pipe(
-  createWriteStream(join(results, `${name.replace(/[@/]/g, '_')}.xml`)),
-);
+const report = name.replace(/[@/]/g, '_');
+/** Runs `files` N at once; resolves once their spec report is written (JUnit to `<report><part>.xml`). */
+const runFiles = async (files: string[], n: number | undefined, part: string) => {
+  const stream = runTests({ files, timeout: 600_000, ...(n ? { concurrency: n } : {}) });
+  stream.on('test:fail', () => {
+    process.exitCode = 1;
+  });
+  // compose() types its result loosely: both are readable streams of the report's text.
+  const shown = stream.compose(new spec()) as Readable;
+  shown.pipe(process.stdout, { end: false });
+  (stream.compose(junit) as Readable).pipe(createWriteStream(join(results, `${report}${part}.xml`)));
+  await finished(shown);
+};
+if (alone.length) await runFiles(alone, 1, '.alone');
+if (rest.length) await runFiles(rest, concurrency ? Number(concurrency) : undefined, '');
