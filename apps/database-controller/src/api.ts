@@ -449,6 +449,13 @@ export const DatabaseStatus = Type.Object({
               'What this instance held that the primary never had and was discarded when it rejoined (when, how many transactions, which positions); see spec.replication.divergedData.',
           }),
         ),
+        replicationError: Type.Optional(
+          Type.String({
+            description:
+              "Why it does not replicate, in its server's words, while it does not (mariadb: a replication thread's last error). One stopped for good on an error is restarted after 30 s (a ReplicaRestarted Event).",
+            maxLength: 320,
+          }),
+        ),
       }),
       { maxItems: 10 },
     ),

@@ -163,9 +163,8 @@ describe(
           assert.notEqual(exitCode, 0, 'it exits because it lost its leadership, not as asked to');
 
           const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
-          const at = lastOccurred;
           const fromLeaderAfterResume = events.filter(
-            (x) => x.reportingInstance === leader.identity && at(x) >= resumedAt,
+            (x) => x.reportingInstance === leader.identity && lastOccurred(x) >= resumedAt,
           );
           assert.deepEqual(
             fromLeaderAfterResume.map((x) => `${x.reason}: ${x.note}`),
@@ -174,7 +173,7 @@ describe(
           );
           const occurrences = (reason: string) =>
             events
-              .filter((x) => x.reason === reason && at(x) >= deletedAt - 1000)
+              .filter((x) => x.reason === reason && lastOccurred(x) >= deletedAt - 1000)
               .reduce((n, x) => n + (x.series?.count ?? 1), 0);
           assert.equal(occurrences('FailoverStarted'), 1, `one failover: ${await s.timeline(deletedAt)}`);
           assert.equal(occurrences('Promoted'), 1, `one promotion: ${await s.timeline(deletedAt)}`);

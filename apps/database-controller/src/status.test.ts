@@ -175,6 +175,27 @@ test('a replicated mariadb reports GTID positions and lag in transactions, a lag
     discarded: DISCARDED,
     state: 'Unreachable',
   });
+
+  // d-2's replication stopped on an error: its server's words are in its entry and the condition.
+  const diverged = `Got fatal error 1236 from master when reading data from binary log:\n'Error: connecting slave requested to start from GTID 0-100-2001, which is not in the master's binlog'`;
+  servers['d-2'] = {
+    ...server(false, 5000n, 2000n, false),
+    replicationError: { message: `IO thread stopped (error 1236): ${diverged}`, fatal: true },
+  } as ReturnType<typeof server>;
+  const stopped = computeStatus(db, {
+    statefulSet: settled(db),
+    backupJobs: [],
+    problem: undefined,
+    credentialsSecret: childNames(db).credentials,
+    replication: replication(observe()),
+  });
+  const oneLine = `IO thread stopped (error 1236): ${diverged.replace('\n', ' ')}`;
+  assert.equal(stopped.instances?.[2]?.state, 'NotStreaming');
+  assert.equal(stopped.instances?.[2]?.replicationError, oneLine);
+  assert.equal(
+    stopped.conditions?.find((c) => c.type === 'ReplicationHealthy')?.message,
+    `d-2 not streaming from d-0 within the lag bound; d-2: ${oneLine}`,
+  );
 });
 
 test('with an object store, BackupSucceeded and lastBackup follow the latest finished DatabaseBackup, never a Job', () => {

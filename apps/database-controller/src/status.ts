@@ -347,8 +347,15 @@ function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
     const lag = primaryServer ? primaryServer.lsn - s.replayLsn : undefined;
     const lagFact = lag === undefined ? {} : { [lagField]: Number(lag > 0n ? lag : 0n) };
     const state = !s.streaming ? 'NotStreaming' : role === 'replica' ? 'Streaming' : 'Lagging';
-    return { ...base, ...facts, ...lagFact, state };
+    const why = s.replicationError ? { replicationError: brief(s.replicationError.message) } : {};
+    return { ...base, ...facts, ...lagFact, ...why, state };
   });
+}
+
+/** A server's error message as the status carries it: bounded, as one line. */
+function brief(message: string): string {
+  const line = message.replace(/\s+/g, ' ').trim();
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
 }
 
 /** ReplicationHealthy's reason while a synchronous primary has no standby confirming its commits. */
@@ -364,18 +371,24 @@ function replicationHealth(
   if (unsettled) return unsettled;
   const primary = r.plan.servingPrimary!;
   const behind = notReplicating(r.members, r.plan.roles, primary, db.spec.replicas);
+  // Each one's own words on why, where its server says: what a person needs to act on.
+  const why = behind.flatMap((pod) => {
+    const o = r.observations.get(pod);
+    const error = o?.reachable ? o.server.replicationError : undefined;
+    return error ? [`; ${pod}: ${brief(error.message)}`] : [];
+  });
   const seen = r.observations.get(primary);
   if (db.spec.replication?.synchronous && seen?.reachable && seen.confirming === 0)
     return {
       status: 'False',
       reason: NO_SYNCHRONOUS_STANDBY,
-      message: `Writes wait: no standby confirms ${primary}'s commits (synchronous replication)${behind.length ? `; ${behind.join(', ')} not streaming within the lag bound` : ''}`,
+      message: `Writes wait: no standby confirms ${primary}'s commits (synchronous replication)${behind.length ? `; ${behind.join(', ')} not streaming within the lag bound` : ''}${why.join('')}`,
     };
   if (behind.length)
     return {
       status: 'False',
       reason: 'ReplicasNotStreaming',
-      message: `${behind.join(', ')} not streaming from ${primary} within the lag bound${r.plan.waiting ? `; ${r.plan.waiting}` : ''}`,
+      message: `${behind.join(', ')} not streaming from ${primary} within the lag bound${why.join('')}${r.plan.waiting ? `; ${r.plan.waiting}` : ''}`,
     };
   return {
     status: 'True',

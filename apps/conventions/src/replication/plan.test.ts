@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { OUT_OF_TOUCH_MARGIN_MS, plan, type Member, type PlanInput, type Server } from './plan.ts';
+import {
+  OUT_OF_TOUCH_MARGIN_MS,
+  STOPPED_REPLICA_RESTART_MS,
+  plan,
+  type Member,
+  type PlanInput,
+  type Server,
+} from './plan.ts';
 import type { LeaseJudgement } from './primary-lease.ts';
 
 const NOW = 1_000_000;
@@ -473,6 +480,66 @@ describe('replication plan', () => {
       'db-1',
       'it streamed until the primary was lost',
     );
+  });
+
+  test('a replica whose replication stopped for good is restarted after a while, one that reconnects or lags is not', () => {
+    const diverged = {
+      streaming: false,
+      replicationError: { message: 'IO thread stopped (error 1236): not in the master binlog', fatal: true },
+    };
+    const stoppedFor = (ms: number) =>
+      plan(
+        input([
+          member(0, primary()),
+          member(1, standby(1000n)),
+          member(2, standby(900n, diverged), { outOfTouchSince: NOW - ms }),
+        ]),
+      );
+    assert.equal(stoppedFor(STOPPED_REPLICA_RESTART_MS - 1).step, undefined, 'not yet: it may be settling');
+    const restart = stoppedFor(STOPPED_REPLICA_RESTART_MS);
+    assert.equal(restart.step?.kind, 'replace');
+    assert.equal(restart.step?.kind === 'replace' && restart.step.pod, 'db-2');
+    assert.equal(restart.step?.kind === 'replace' && restart.step.reason, 'ReplicationStopped');
+    assert.match(
+      restart.step?.kind === 'replace' ? restart.step.message : '',
+      /^db-2 stopped replicating from db-0 30 s ago \(IO thread stopped \(error 1236\): not in the master binlog\): restarting it/,
+    );
+    assert.equal(restart.roles.get('db-2'), undefined, 'it serves no reads meanwhile');
+    // Reconnecting (a primary not there yet) or stopped on purpose: the server mends it, or a person does.
+    const reconnecting = plan(
+      input([
+        member(0, primary()),
+        member(1, standby(1000n)),
+        member(
+          2,
+          standby(900n, {
+            streaming: false,
+            replicationError: { message: 'IO thread connecting', fatal: false },
+          }),
+          { outOfTouchSince: NOW - 600_000 },
+        ),
+      ]),
+    );
+    assert.equal(reconnecting.step, undefined);
+    // Being deleted already, or no primary serving: nothing to restart it against.
+    assert.equal(
+      plan(
+        input([
+          member(0, primary()),
+          member(1, standby(1000n)),
+          member(2, standby(900n, diverged), { outOfTouchSince: NOW - 600_000, deleting: true }),
+        ]),
+      ).step,
+      undefined,
+    );
+    const noPrimary = plan(
+      input([
+        member(0, undefined),
+        member(1, standby(1000n)),
+        member(2, standby(900n, diverged), { outOfTouchSince: NOW - 600_000 }),
+      ]),
+    );
+    assert.notEqual(noPrimary.step?.kind === 'replace' && noPrimary.step.pod, 'db-2');
   });
 
   test('rolling update: replicas one at a time, highest first, each once every instance serves again', () => {

@@ -85,6 +85,12 @@ export interface Server {
   replayLsn: bigint;
   /** It follows a primary and its link is up. */
   streaming: boolean;
+  /**
+   * Why it does not stream, in its server's words, where the engine says (mariadb: a replication
+   * thread's last error); `fatal` when replication stopped for good on it and only a restart, which
+   * checks its history against the primary's, moves it again.
+   */
+  replicationError?: { message: string; fatal: boolean } | undefined;
 }
 
 export interface PlanInput {
@@ -143,6 +149,14 @@ export interface PlanInput {
  */
 export const OUT_OF_TOUCH_MARGIN_MS = 14_000;
 
+/**
+ * How long a replica whose replication stopped for good on an error (Server.replicationError
+ * fatal) is left before it is restarted: long enough for a person who stopped it on purpose, or
+ * the failover that caused it, to settle; short beside the minutes a replica left stuck costs
+ * (the reads it does not serve, a synchronous standby missing).
+ */
+export const STOPPED_REPLICA_RESTART_MS = 30_000;
+
 /** The named primary's last answer, as the manager remembers it. */
 export interface PrimaryAnswer {
   /** Its write position then. */
@@ -165,8 +179,18 @@ export type Step =
    * writes the instance into it (transferPrimaryLease), unless it already holds it.
    */
   | { kind: 'promote'; pod: string; lease?: LeaseJudgement | undefined }
-  /** A rolling update: the Pod is deleted gracefully, and the StatefulSet makes it again from the new template. */
-  | { kind: 'replace'; pod: string; uid: string; message: string }
+  /**
+   * The Pod is deleted gracefully, and the StatefulSet makes it again: a rolling update (from the
+   * new template), or a restart of a replica whose replication stopped for good (its start checks
+   * its history against the primary's: it rejoins, or is cloned afresh as divergedData allows).
+   */
+  | {
+      kind: 'replace';
+      pod: string;
+      uid: string;
+      message: string;
+      reason: 'RollingUpdate' | 'ReplicationStopped';
+    }
   | { kind: 'refuseSwitchover'; message: string };
 
 export type Role = 'primary' | 'replica';
@@ -372,7 +396,8 @@ export function plan(input: PlanInput): Plan {
       };
       if (requested === target.member.pod)
         result.switchover = { target: requested, state: 'Started', message: target.why };
-    } else rollingUpdate(input, primaryServer, result);
+    } else if (!restartStoppedReplica(input, primaryServer, result))
+      rollingUpdate(input, primaryServer, result);
     return result;
   }
 
@@ -613,6 +638,35 @@ function forcedFence(
 }
 
 /**
+ * A replica whose replication stopped for good on an error (a transaction from a former primary
+ * that the new one never had; a statement its data refused) stays stopped: the server retries
+ * nothing, and every minute it falls further behind. Once it has followed no primary for
+ * STOPPED_REPLICA_RESTART_MS it is restarted, one at a time: its start checks its history
+ * against the primary's, and it rejoins, or is cloned afresh or kept out as
+ * spec.replication.divergedData says. The error goes into the message, and so into the Event.
+ */
+function restartStoppedReplica(input: PlanInput, primary: Member, result: Plan): boolean {
+  const stopped = input.members.find(
+    (m) =>
+      m !== primary &&
+      m.uid &&
+      !m.deleting &&
+      m.server?.replicationError?.fatal &&
+      m.outOfTouchSince !== undefined &&
+      input.now - m.outOfTouchSince >= STOPPED_REPLICA_RESTART_MS,
+  );
+  if (!stopped) return false;
+  result.step = {
+    kind: 'replace',
+    pod: stopped.pod,
+    uid: stopped.uid!,
+    reason: 'ReplicationStopped',
+    message: `${stopped.pod} stopped replicating from ${primary.pod} ${Math.round((input.now - stopped.outOfTouchSince!) / 1000)} s ago (${stopped.server!.replicationError!.message}): restarting it, so that it rejoins, or is cloned afresh as spec.replication.divergedData allows`,
+  };
+  return true;
+}
+
+/**
  * A new template reaches the replicas first, one at a time, each once every
  * instance serves again (the previous one streams within the lag bound); then
  * the primary hands over once, to the most advanced updated replica, and its
@@ -634,6 +688,7 @@ function rollingUpdate(input: PlanInput, primary: Member, result: Plan): void {
       pod: replica.pod,
       uid: replica.uid!,
       message: `rolling update: replacing replica ${replica.pod} (${outdated.length} of ${staying.length} instances to go, the primary last)`,
+      reason: 'RollingUpdate',
     };
     return;
   }

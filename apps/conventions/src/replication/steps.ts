@@ -14,7 +14,7 @@ export interface StepActions {
 /**
  * Carries out one step of plan() with the Events every replicating kind
  * reports: `Initialized`, `FailoverStarted`, `ForcedFailover` (a person's order, saying what
- * may be lost) and `SwitchoverStarted` when the topology moves, `Fencing`, `Promoted`, `RollingUpdate`, `SwitchoverRefused`.
+ * may be lost) and `SwitchoverStarted` when the topology moves, `Fencing`, `Promoted`, `RollingUpdate`, `ReplicaRestarted`, `SwitchoverRefused`.
  */
 export async function carryOutStep(
   ctx: Pick<Context, 'event' | 'warn' | 'log'>,
@@ -48,7 +48,8 @@ export async function carryOutStep(
       ctx.log.info({ primary: step.pod }, 'promoted');
       return;
     case 'replace':
-      ctx.event('Normal', 'RollingUpdate', step.message);
+      if (step.reason === 'ReplicationStopped') ctx.warn('ReplicaRestarted', step.message);
+      else ctx.event('Normal', 'RollingUpdate', step.message);
       ctx.log.info({ pod: step.pod }, step.message);
       await actions.deletePod(step.pod, step.uid);
       return;

@@ -6,6 +6,7 @@ import {
   promote as promoteStatements,
   demote as demoteStatements,
   readOnlyQuery,
+  replicationErrorOf,
   replicaStatus,
   stopReceiving,
   text,
@@ -150,13 +151,16 @@ export function stateOf(row: Record<string, unknown>, replica: ReplicaStatus | u
 
 /** The plan's view of a reachable instance. */
 export function toServer(s: InstanceState): Server {
+  const streaming = s.replica !== undefined && s.replica.ioRunning && s.replica.sqlRunning;
+  const replicationError = streaming ? undefined : replicationErrorOf(s.replica);
   return {
     writable: !s.readOnly && !s.replicating,
     systemId: s.systemId,
     timeline: s.timeline,
     lsn: s.lsn,
     replayLsn: s.replayLsn,
-    streaming: s.replica !== undefined && s.replica.ioRunning && s.replica.sqlRunning,
+    streaming,
+    ...(replicationError ? { replicationError } : {}),
   };
 }
 

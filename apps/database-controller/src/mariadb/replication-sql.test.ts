@@ -9,6 +9,7 @@ import {
   gtidOf,
   parseGtidPosition,
   parseReplicaStatus,
+  replicationErrorOf,
   promote,
   quoteAccount,
   quoteIdentifier,
@@ -110,7 +111,9 @@ describe('MariaDB 10.11', () => {
       Slave_SQL_Running: 'No',
       Gtid_IO_Pos: '0-100-7',
       Seconds_Behind_Master: null,
+      Last_IO_Errno: 0,
       Last_IO_Error: '',
+      Last_SQL_Errno: 1062,
       Last_SQL_Error: 'Duplicate entry',
     });
     assert.deepEqual(s, {
@@ -119,10 +122,61 @@ describe('MariaDB 10.11', () => {
       sqlRunning: false,
       received: '0-100-7',
       secondsBehind: undefined,
+      ioState: 'Yes',
+      lastIoErrno: 0,
       lastIoError: '',
+      lastSqlErrno: 1062,
       lastSqlError: 'Duplicate entry',
     });
     assert.equal(parseReplicaStatus('mariadb', undefined), undefined);
+  });
+  test('a replication error is fatal when a thread stopped on it, not while the IO thread reconnects or was stopped on purpose', () => {
+    const status = (fields: Record<string, unknown>) =>
+      parseReplicaStatus('mariadb', {
+        Slave_IO_Running: 'Yes',
+        Slave_SQL_Running: 'Yes',
+        Last_IO_Errno: 0,
+        Last_IO_Error: '',
+        Last_SQL_Errno: 0,
+        Last_SQL_Error: '',
+        ...fields,
+      });
+    assert.equal(replicationErrorOf(status({})), undefined);
+    assert.equal(replicationErrorOf(undefined), undefined);
+    const diverged =
+      "Got fatal error 1236 from master when reading data from binary log: 'Error: connecting slave requested to start from GTID 0-101-90, which is not in the master's binlog'";
+    assert.deepEqual(
+      replicationErrorOf(status({ Slave_IO_Running: 'No', Last_IO_Errno: 1236, Last_IO_Error: diverged })),
+      { message: `IO thread stopped (error 1236): ${diverged}`, fatal: true },
+    );
+    // Reconnecting to a primary that is not there yet: it mends itself.
+    assert.deepEqual(
+      replicationErrorOf(
+        status({ Slave_IO_Running: 'Connecting', Last_IO_Errno: 2003, Last_IO_Error: "Can't connect" }),
+      ),
+      { message: "IO thread connecting (error 2003): Can't connect", fatal: false },
+    );
+    // STOP SLAVE IO_THREAD after an earlier reconnection error: stopped on purpose.
+    assert.equal(
+      replicationErrorOf(
+        status({ Slave_IO_Running: 'No', Last_IO_Errno: 2003, Last_IO_Error: "Can't connect" }),
+      )?.fatal,
+      false,
+    );
+    assert.deepEqual(replicationErrorOf(status({ Slave_IO_Running: 'No' })), {
+      message: 'IO thread stopped, SQL thread running, no error',
+      fatal: false,
+    });
+    assert.deepEqual(replicationErrorOf(status({ Slave_IO_Running: 'No', Slave_SQL_Running: 'No' })), {
+      message: 'IO thread stopped, SQL thread stopped, no error',
+      fatal: false,
+    });
+    assert.deepEqual(
+      replicationErrorOf(
+        status({ Slave_SQL_Running: 'No', Last_SQL_Errno: 1062, Last_SQL_Error: 'Duplicate entry' }),
+      ),
+      { message: 'SQL thread stopped (error 1062): Duplicate entry', fatal: true },
+    );
   });
   test('GTID positions: one per domain, 64-bit sequence numbers', () => {
     assert.deepEqual(parseGtidPosition('0-100-42,1-101-18446744073709551615'), [

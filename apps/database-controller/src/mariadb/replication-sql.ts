@@ -224,8 +224,47 @@ export interface ReplicaStatus {
   /** Received GTIDs: MariaDB's Gtid_IO_Pos, MySQL's Retrieved_Gtid_Set. */
   received: string;
   secondsBehind: number | undefined;
+  /** The IO thread's state as the server words it: Yes, No, Connecting (retrying), Preparing. */
+  ioState: string;
+  /** The last error that stopped (or, while it reconnects, holds up) the IO thread: 0 and '' for none. */
+  lastIoErrno: number;
   lastIoError: string;
+  /** The last error that stopped the SQL thread: 0 and '' for none. */
+  lastSqlErrno: number;
   lastSqlError: string;
+}
+
+/**
+ * The IO thread's error that no reconnection mends (ER_MASTER_FATAL_ERROR_READING_BINLOG): the
+ * primary does not have what the replica asks for next, as when the replica received transactions
+ * from a former primary that the new one never had (GTID strict mode refuses them).
+ */
+export const FATAL_BINLOG_ERRNO = 1236;
+
+/**
+ * Why a replica does not replicate, in its server's words where a thread gives an error; `fatal`
+ * when it stopped for good on that error (its SQL thread on any error, its IO thread on
+ * FATAL_BINLOG_ERRNO): only a restart, which checks its history against the primary's, moves it
+ * again. A thread stopped on purpose (STOP SLAVE) or reconnecting is not fatal. Undefined while
+ * both threads run.
+ */
+export function replicationErrorOf(
+  r: ReplicaStatus | undefined,
+): { message: string; fatal: boolean } | undefined {
+  if (!r || (r.ioRunning && r.sqlRunning)) return undefined;
+  if (!r.sqlRunning && r.lastSqlErrno !== 0)
+    return { message: `SQL thread stopped (error ${r.lastSqlErrno}): ${r.lastSqlError}`, fatal: true };
+  const io = r.ioState === 'No' || r.ioState === '' ? 'stopped' : r.ioState.toLowerCase();
+  if (!r.ioRunning && r.lastIoErrno !== 0)
+    return {
+      message: `IO thread ${io} (error ${r.lastIoErrno}): ${r.lastIoError}`,
+      fatal: r.ioState === 'No' && r.lastIoErrno === FATAL_BINLOG_ERRNO,
+    };
+  // Stopped without an error: by a statement (STOP SLAVE), not by the server.
+  return {
+    message: `IO thread ${io}, SQL thread ${r.sqlRunning ? 'running' : 'stopped'}, no error`,
+    fatal: false,
+  };
 }
 
 /** Parses one row of the status statement; undefined when there is none (not a replica). */
@@ -237,13 +276,18 @@ export function parseReplicaStatus(
   const [source, replica] = flavor === 'mariadb' ? ['Master', 'Slave'] : ['Source', 'Replica'];
   const field = (key: string) => text(row[key]);
   const behind = field(`Seconds_Behind_${source}`);
+  const ioState = field(`${replica}_IO_Running`);
+  const errno = (key: string) => Number(field(key)) || 0;
   return {
     sourceHost: field(`${source}_Host`),
-    ioRunning: field(`${replica}_IO_Running`) === 'Yes',
+    ioRunning: ioState === 'Yes',
     sqlRunning: field(`${replica}_SQL_Running`) === 'Yes',
     received: field(flavor === 'mariadb' ? 'Gtid_IO_Pos' : 'Retrieved_Gtid_Set'),
     secondsBehind: behind === '' ? undefined : Number(behind),
+    ioState,
+    lastIoErrno: errno('Last_IO_Errno'),
     lastIoError: field('Last_IO_Error'),
+    lastSqlErrno: errno('Last_SQL_Errno'),
     lastSqlError: field('Last_SQL_Error'),
   };
 }

@@ -779,10 +779,9 @@ export function describeReplication(e: EngineUnderTest): void {
     /** The reasons of the Events about the Database since a moment, oldest first. */
     const reasonsSince = async (fromMs: number) => {
       const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
-      const at = lastOccurred;
       return events
-        .filter((x) => x.regarding?.name === NAME && at(x) >= fromMs - 1000)
-        .sort((a, b) => at(a) - at(b))
+        .filter((x) => x.regarding?.name === NAME && lastOccurred(x) >= fromMs - 1000)
+        .sort((a, b) => lastOccurred(a) - lastOccurred(b))
         .map((x) => x.reason ?? '');
     };
 
@@ -1193,6 +1192,73 @@ export function describeReplication(e: EngineUnderTest): void {
         'the request is removed once carried out',
       );
     });
+
+    test(
+      "a replica whose replication stopped for good on an error: the status gives its server's words; it is restarted, found beyond the primary's history, and cloned afresh",
+      {
+        skip:
+          engine !== 'mariadb' &&
+          "a standby's error is read from MariaDB's SHOW SLAVE STATUS; a postgres standby retries by itself and reports none",
+      },
+      async () => {
+        const before = await until('healthy', healthy);
+        const replica = before.status!.instances!.find((i) => i.role === 'replica')!.name;
+        const uid = (await pods().get(replica, { namespace: ns })).metadata!.uid!;
+        // A position the primary's binlog never held: the IO thread stops on error 1236, as it does
+        // for a replica that received from a former primary what the new one never had. Set as the
+        // replication account, as the manager would: read_only binds the application's.
+        const asked = Date.now();
+        const secret = await client.resource(Kinds.Secret).get(`${NAME}-replication`, { namespace: ns });
+        const field = (k: string) => Buffer.from(secret.data![k]!, 'base64').toString('utf8');
+        const replication = {
+          ...(await readCredentials(client, ns, NAME)),
+          username: field('username'),
+          password: field('password'),
+        };
+        const ip = (await pods().get(replica, { namespace: ns })).status!.podIP!;
+        await mariadbStatement(replication, ip, 'STOP SLAVE');
+        try {
+          await mariadbStatement(replication, ip, "SET GLOBAL gtid_slave_pos = '0-4000000000-1000000000'");
+        } finally {
+          // Started again whatever happened: a replica left stopped would fail every later scenario.
+          await mariadbStatement(replication, ip, 'START SLAVE');
+        }
+        const stopped = await until(
+          `${replica}'s error in the status`,
+          (db) =>
+            /^IO thread stopped \(error 1236\)/.test(
+              db.status?.instances?.find((i) => i.name === replica)?.replicationError ?? '',
+            ),
+          60_000,
+        );
+        assert.match(
+          cond(stopped, 'ReplicationHealthy')?.message ?? '',
+          new RegExp(`${replica}: IO thread stopped \\(error 1236\\): .*0-4000000000-1000000000`),
+        );
+        await until(
+          `${replica} restarted and streaming again`,
+          (db) =>
+            healthy(db) && db.status!.instances!.some((i) => i.name === replica && i.role === 'replica'),
+        );
+        assert.notEqual((await pods().get(replica, { namespace: ns })).metadata!.uid, uid, 'a new Pod');
+        // Its position was beyond anything the primary wrote: its start took it for diverged data,
+        // and divergedData (Discard) had it cloned afresh, which its status reports.
+        assert.match(
+          (await get()).status!.instances!.find((i) => i.name === replica)?.discarded ?? '',
+          /transaction\(s\) the primary never had \(GTID up to 0-4000000000-1000000000;/,
+        );
+        const reasons = await reasonsSince(asked);
+        assert.deepEqual(
+          reasons.filter((r) => r === 'ReplicaRestarted'),
+          ['ReplicaRestarted'],
+          `one restart (Events: ${reasons.join(', ')})`,
+        );
+        assert.ok(
+          !reasons.some((r) => r === 'FailoverStarted' || r === 'SwitchoverStarted'),
+          'the primary stays',
+        );
+      },
+    );
 
     test('switchover to a standby that trails beyond maxLag: the primary serves while it catches up, then hands over; one that does not catch up in time is refused; no acknowledged write lost', async (t) => {
       // The lag is made by stopping what receives on the standby. postgres: its walreceiver
