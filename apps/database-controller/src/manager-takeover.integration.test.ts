@@ -175,7 +175,13 @@ describe(
             events
               .filter((x) => x.reason === reason && lastOccurred(x) >= deletedAt - 1000)
               .reduce((n, x) => n + (x.series?.count ?? 1), 0);
-          assert.equal(occurrences('FailoverStarted'), 1, `one failover: ${await s.timeline(deletedAt)}`);
+          // The leader reports FailoverStarted right after it records the failover, and may be
+          // frozen in between (Events are best effort, and a resumed leader writes none): at most
+          // one. Two failovers would promote twice.
+          assert.ok(
+            occurrences('FailoverStarted') <= 1,
+            `at most one FailoverStarted: ${await s.timeline(deletedAt)}`,
+          );
           assert.equal(occurrences('Promoted'), 1, `one promotion: ${await s.timeline(deletedAt)}`);
           assert.equal(await topology(), named, 'the record kept the choice the frozen leader made');
 

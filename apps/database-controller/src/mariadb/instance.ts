@@ -87,7 +87,7 @@ export const connectMysql2: Connect = async (e) => {
   });
   // An error on an idle connection (the Pod went away) must not become an uncaught 'error' event.
   conn.on('error', () => {});
-  const abort = () => conn.destroy();
+  const abort = () => dropConnection(conn);
   e.signal?.addEventListener('abort', abort, { once: true });
   return {
     async query(sql, timeoutMs = 5000) {
@@ -108,10 +108,21 @@ export const connectMysql2: Connect = async (e) => {
         ),
         new Promise<false>((resolve) => setTimeout(resolve, CLOSE_PATIENCE_MS, false).unref()),
       ]);
-      if (!ended) conn.destroy();
+      if (!ended) dropConnection(conn);
     },
   };
 };
+
+/**
+ * Closes a mysql2 connection's socket at once. mysql2's destroy() only ends the socket
+ * gracefully (FIN after what is queued): to a server that is gone (a lost node) the socket then
+ * stays open, unacknowledged, for TCP's retransmissions (minutes), holding an fd and keeping the
+ * process alive.
+ */
+export function dropConnection(conn: mysql.Connection): void {
+  conn.destroy();
+  (conn as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
 
 async function withSession<R>(e: Endpoint, connect: Connect, use: (s: SqlSession) => Promise<R>): Promise<R> {
   const session = await connect(e);
@@ -152,7 +163,7 @@ export function stateOf(row: Record<string, unknown>, replica: ReplicaStatus | u
 /** The plan's view of a reachable instance. */
 export function toServer(s: InstanceState): Server {
   const streaming = s.replica !== undefined && s.replica.ioRunning && s.replica.sqlRunning;
-  const replicationError = streaming ? undefined : replicationErrorOf(s.replica);
+  const replicationError = replicationErrorOf(s.replica);
   return {
     writable: !s.readOnly && !s.replicating,
     systemId: s.systemId,

@@ -17,6 +17,7 @@ import { Kinds, isNotFound, type KubeClient } from '@regulon/client';
 import { REAL_NODE_POD_SUBNETS, eventually, hostAddressesIn, type HostAddress } from '@regulon/testenv';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
+import { dropConnection } from '../mariadb/instance.ts';
 
 /** The table the writer fills; one row per acknowledged id. */
 export const LOAD_TABLE = 'regulon_load';
@@ -591,7 +592,7 @@ const mariadbSessions =
           ? { role: 'writable', reason: `read_only off while replicating (${threads})` }
           : { role: 'writable' };
       },
-      destroy: () => conn.destroy(),
+      destroy: () => dropConnection(conn),
     };
   };
 
@@ -1009,7 +1010,7 @@ async function mariadbQuery(
     const [rows] = await conn.query<mysql.RowDataPacket[]>({ sql, timeout: timeoutMs });
     return Array.isArray(rows) ? rows : [];
   } finally {
-    conn.destroy();
+    dropConnection(conn);
   }
 }
 
