@@ -56,6 +56,18 @@ describe('engine config', () => {
     assert.deepEqual(lines({ replicas: 3, mode: 'standalone' }), [], 'standalone instances do not replicate');
   });
 
+  test('a replicated redis replica takes a silent primary for gone after 5 s, pinged every second so that an idle link is not', () => {
+    const lines = (spec: Partial<CacheObject['spec']>) =>
+      renderConfig(cache(spec))
+        .content.split('\n')
+        .filter((l) => l.startsWith('repl-ping-replica-period') || l.startsWith('repl-timeout'));
+    assert.deepEqual(lines({ replicas: 3, mode: 'replicated' }), [
+      'repl-ping-replica-period 1',
+      'repl-timeout 5',
+    ]);
+    assert.deepEqual(lines({ replicas: 3, mode: 'standalone' }), []);
+  });
+
   test('redis defaults to allkeys-lru, persists with an append-only file, and only includes the auth file', () => {
     const { content } = renderConfig(
       cache({ persistence: { enabled: true, size: '1Gi' }, auth: { enabled: true } }),

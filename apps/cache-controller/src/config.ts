@@ -61,6 +61,12 @@ export function renderConfig(cache: CacheObject): { file: string; content: strin
           'replica-serve-stale-data yes',
           // The primary streams its snapshot to a replica without writing it to its own disk.
           'repl-diskless-sync yes',
+          // A replica takes a silent primary (hung, or on a lost node) for gone after 5 s, as
+          // postgres's wal_receiver_timeout, not redis's default minute: the plan promotes once the
+          // replicas are out of touch with the old primary, and would wait that minute. The primary
+          // pings every second so that an idle link is never taken for a silent one.
+          'repl-ping-replica-period 1',
+          'repl-timeout 5',
           // A primary cut off from its replicas stops acknowledging writes that a replica promoted
           // meanwhile would not have: within half the failover delay, before the manager promotes one.
           `min-replicas-to-write ${minReplicasToWrite(cache)}`,

@@ -26,10 +26,19 @@ import {
 } from '@regulon/testenv';
 import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
 import { Cache, type CacheObject } from './api.ts';
-import { apiServerAddresses, clientPod, cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
+import { apiServerAddresses, cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
 import { setupCacheController } from './index.ts';
 import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
 import { REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
+import {
+  askRedis,
+  isRedisServer,
+  longestGap,
+  redisUnderTest,
+  settled as settledWith,
+  type RedisUnderTest,
+  type Write,
+} from './testing/redis-under-test.ts';
 
 const CLIENT_POD = 'client';
 const NAME = 'sessions';
@@ -46,22 +55,10 @@ const CUT_OFF_GID = 64_244;
 /** How long the API-server scenario keeps the API server from the manager and the instances. */
 const API_OUTAGE_S = 60;
 
-const settled = (c: CacheObject) =>
-  c.status?.observedGeneration === c.metadata.generation &&
-  cond(c, 'Ready')?.status === 'True' &&
-  cond(c, 'ReplicationHealthy')?.status === 'True' &&
-  c.status?.instances?.length === REPLICAS &&
-  (c.status?.instances ?? []).every((i) => i.state === 'Primary' || i.state === 'Linked');
+const settled = (c: CacheObject) => settledWith(c, REPLICAS);
 const readyPod = (p: V1Pod) =>
   !p.metadata?.deletionTimestamp &&
   (p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
-
-/** One write of the writer: its key's number, when it finished (ms), and whether the server acknowledged it. */
-interface Write {
-  n: number;
-  at: number;
-  acked: boolean;
-}
 
 describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
   let env: TestEnv;
@@ -97,95 +94,32 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
       .split('\n')
       .filter((line) => line.startsWith(`Cache/${NAME} `))
       .map((line) => line.split(' ')[1]!);
-  /** Runs a bash script in the client Pod, with REDISCLI_AUTH set from the Cache's Secret. */
-  const inClient = (script: string, timeout?: number) =>
-    kubectl(
-      ['exec', CLIENT_POD, '--', 'bash', '-c', `set -u; export REDISCLI_AUTH="$PASSWORD"\n${script}`],
-      timeout,
-    );
-
-  /** Asks one instance (by Pod IP, from the host, as the manager does) a command. */
-  const ask = async (host: string, args: string[], secret = password): Promise<unknown> => {
-    const { createClient } = await import('redis');
-    const c = createClient({
-      socket: { host, port: 6379, connectTimeout: 1000, reconnectStrategy: false },
-      password: secret,
-      disableClientInfo: true,
-    });
-    c.on('error', () => undefined);
-    await c.connect();
-    try {
-      return await c.sendCommand(args, { timeout: 1000 });
-    } finally {
-      c.destroy();
-    }
-  };
-  const roleOf = async (host: string, secret = password) => {
-    const reply = (await ask(host, ['ROLE'], secret)) as unknown[];
-    return String(reply[0]);
-  };
-  /** The sampler: every instance's ROLE every 200 ms, all asked at once; two masters in one round is a split brain. */
-  const sampleRoles = () => {
-    let sampling = true;
-    let rounds = 0;
-    const splitBrains: string[] = [];
-    const masters = new Set<string>();
-    const sampler = (async () => {
-      while (sampling) {
-        const started = Date.now();
-        const list = (await instancePods()).filter((p) => p.status?.podIP);
-        const roles = await Promise.all(
-          list.map(
-            async (p) =>
-              [p.metadata!.name!, await roleOf(p.status!.podIP!).catch(() => 'unreachable')] as const,
-          ),
-        );
-        rounds++;
-        const now = roles.filter(([, r]) => r === 'master').map(([n]) => n);
-        for (const m of now) masters.add(m);
-        if (now.length > 1) splitBrains.push(`${new Date(started).toISOString()}: ${now.join(', ')}`);
-        await new Promise((r) => setTimeout(r, Math.max(0, 200 - (Date.now() - started))));
-      }
-    })();
+  /** The Cache under the faults: its writer, sampler and questions to the instances (testing/redis-under-test.ts). */
+  let cache: RedisUnderTest;
+  const inClient = (script: string, timeout?: number) => cache.inClient(script, timeout);
+  const ask = (host: string, args: string[], secret?: string) =>
+    secret === undefined ? cache.ask(host, args) : askRedis(host, args, secret);
+  const roleOf = async (host: string, secret?: string) =>
+    secret === undefined
+      ? cache.roleOf(host)
+      : String(((await askRedis(host, ['ROLE'], secret)) as unknown[])[0]);
+  const writeFor = (seconds: number) => cache.writeFor(seconds);
+  const present = (host: string, writes: Write[]) => cache.present(host, writes);
+  /** The role sampler, its summary as the scenarios read it: two masters in one round is a split brain. */
+  const sampleRoles = async () => {
+    const sampler = await cache.sampler([]);
     return {
       async stop() {
-        sampling = false;
-        await sampler;
-        return { rounds, splitBrains, masters: [...masters] };
+        const summary = await sampler.stop();
+        return {
+          rounds: summary.rounds,
+          splitBrains: summary.splitBrainRounds.map(
+            (r) => `${new Date(r.atMs).toISOString()}: ${r.writable.join(', ')}`,
+          ),
+          masters: [...new Set(summary.writableSequence)],
+        };
       },
     };
-  };
-  /** The writer: for `seconds`, a new connection per write through the client Service, one line per write. */
-  const writeFor = async (seconds: number): Promise<Write[]> =>
-    (
-      await inClient(
-        `end=$(( $(date +%s) + ${seconds} )); i=0
-while [ "$(date +%s)" -lt "$end" ]; do
-  i=$((i + 1))
-  out=$(timeout 1 redis-cli --no-auth-warning -h "$HOST" -p "$PORT" SET w$i $i 2>&1 | head -n1)
-  echo "$i $(date +%s%3N) \${out:-timeout}"
-done`,
-        (seconds + 60) * 1000,
-      )
-    )
-      .trim()
-      .split('\n')
-      .map((line) => {
-        const [n, at, ...reply] = line.split(' ');
-        return { n: Number(n), at: Number(at), acked: reply.join(' ') === 'OK' };
-      });
-  /** How many of the writes' keys one instance holds, asked 500 at a time. */
-  const present = async (host: string, writes: Write[]) => {
-    let n = 0;
-    for (let i = 0; i < writes.length; i += 500)
-      n += Number(await ask(host, ['EXISTS', ...writes.slice(i, i + 500).map((w) => `w${w.n}`)]));
-    return n;
-  };
-  /** The longest time between two acknowledged writes. */
-  const longestGap = (acked: Write[]) => {
-    let gap = 0;
-    for (let i = 1; i < acked.length; i++) gap = Math.max(gap, acked[i]!.at - acked[i - 1]!.at);
-    return gap;
   };
   /** A manager with this suite's options in a process of its own, in the group the partitions match. */
   const managerProcess = () =>
@@ -221,6 +155,7 @@ done`,
     await env.installCRDs([Cache.crd()]);
     client = KubeClient.fromKubeConfig(env.kubeConfig, { qps: 100, burst: 200 });
     ns = await env.newNamespace('replicated', { realNode: true });
+    cache = redisUnderTest(env, client, ns, NAME, CLIENT_POD);
     const local = await localImageCatalog();
     catalogDocument = local;
     // The instances run under the instance agent, copied from the manager image.
@@ -268,17 +203,7 @@ done`,
     password = Buffer.from(secret.data!['password']!, 'base64').toString('utf8');
     assert.ok(!JSON.stringify(c.status).includes(password), 'no password in the status');
 
-    const fromSecret = (key: string) => ({
-      name: key.toUpperCase(),
-      valueFrom: { secretKeyRef: { name: `${NAME}-credentials`, key } },
-    });
-    await pods().create(clientPod(CLIENT_POD, ns, ['host', 'port', 'password'].map(fromSecret)));
-    await eventually(
-      'the client Pod running',
-      async () => (await pods().get(CLIENT_POD, { namespace: ns })).status?.phase === 'Running',
-      120_000,
-      250,
-    );
+    await cache.startClient();
 
     // A write through the client Service (the binding Secret's host) lands on the primary...
     assert.equal(
@@ -355,7 +280,7 @@ done`,
     const child = managerProcess();
     const partition = cutOffFromPods(CUT_OFF_GID);
     const cutAt = Date.now();
-    const sampler = sampleRoles();
+    const sampler = await sampleRoles();
     // Both Services' endpoints every 200 ms for the whole partition: any change is a finding.
     const changes: string[] = [];
     let watching = true;
@@ -523,10 +448,10 @@ done`,
     await running;
     const child = managerProcess();
     const cuts: Array<{ heal(): void }> = [];
-    const sampler = sampleRoles();
+    const sampler = await sampleRoles();
     try {
       const primaryUid = (await pods().get(primary, { namespace: ns })).metadata!.uid!;
-      const server = podServerPid(primaryUid, (argv) => /redis-server/.test(argv[0] ?? ''));
+      const server = podServerPid(primaryUid, isRedisServer);
       assert.ok(server, `the server process of ${primary}`);
       const writer = writeFor(API_OUTAGE_S + 20);
       await new Promise((r) => setTimeout(r, WRITER_WARMUP_S * 1000));
@@ -571,7 +496,7 @@ done`,
         'writes acknowledged to the end of the outage',
       );
       assert.ok(gap < 5_000, `writes went on throughout: the longest gap was ${gap} ms`);
-      const now = podServerPid(primaryUid, (argv) => /redis-server/.test(argv[0] ?? ''));
+      const now = podServerPid(primaryUid, isRedisServer);
       assert.equal(
         now,
         server,
@@ -594,7 +519,7 @@ done`,
     const oldPrimary = before.status!.currentPrimary!;
     const oldPod = await pods().get(oldPrimary, { namespace: ns });
 
-    const sampler = sampleRoles();
+    const sampler = await sampleRoles();
     const writer = writeFor(WRITER_SECONDS);
     await new Promise((r) => setTimeout(r, WRITER_WARMUP_S * 1000));
     const deletedAt = Date.now();
@@ -729,7 +654,7 @@ done`,
     );
     // What the replica holds the moment before the crash: none of it may be lost.
     const held = (await ask(replicaIp, ['KEYS', 'k*'], ledgerPassword)) as string[];
-    const server = podServerPid(oldPod.metadata!.uid!, (argv) => /redis-server/.test(argv[0] ?? ''));
+    const server = podServerPid(oldPod.metadata!.uid!, isRedisServer);
     assert.ok(server, `${old}'s redis-server`);
     process.kill(server, 'SIGKILL');
     const crashedAt = Date.now();
@@ -795,11 +720,11 @@ done`,
       acked.push(`after-failover-${i}`);
     }
     // The replica hung: it answers nobody, the start script's question included.
-    const replicaServer = podPids(replicaPod.metadata!.uid!, (argv) => /redis-server/.test(argv[0] ?? ''));
+    const replicaServer = podPids(replicaPod.metadata!.uid!, isRedisServer);
     assert.ok(replicaServer.length > 0, `${replica}'s redis-server`);
     for (const pid of replicaServer) process.kill(pid, 'SIGSTOP');
     try {
-      const server = podServerPid(primaryPod.metadata!.uid!, (argv) => /redis-server/.test(argv[0] ?? ''));
+      const server = podServerPid(primaryPod.metadata!.uid!, isRedisServer);
       assert.ok(server, `${primary}'s redis-server`);
       process.kill(server, 'SIGKILL');
       const crashedAt = Date.now();

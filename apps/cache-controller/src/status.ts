@@ -98,11 +98,26 @@ export function computeStatus(
   const r = o.replication;
   // The primary by its server's answer or, while the manager cannot reach it, by the kubelet's.
   const primary = replicated(cache) ? (r ? r.plan.servingPrimary : prev.currentPrimary) : undefined;
+  // An instance whose Pod is being deleted (fenced, replaced) does not serve, whatever its label
+  // says: on a lost node its Pod object stays, Ready by the kubelet's last word, for good.
+  const leaving = new Set(
+    replicated(cache) && r ? r.members.filter((m) => m.deleting && m.pod !== primary).map((m) => m.pod) : [],
+  );
   // Instances that serve their role; one that does not replicate is not counted as ready.
-  const serving = replicated(cache) && r ? [...r.plan.roles.values()].filter(Boolean).length : ready;
+  const serving =
+    replicated(cache) && r
+      ? [...r.plan.roles].filter(([pod, role]) => role && !leaving.has(pod)).length
+      : ready;
   const notLinked =
     replicated(cache) && r && primary
-      ? notReplicating(r.members, r.plan.roles, primary, cache.spec.replicas)
+      ? [
+          ...new Set([
+            ...notReplicating(r.members, r.plan.roles, primary, cache.spec.replicas),
+            ...[...leaving].filter((pod) =>
+              r.members.some((m) => m.pod === pod && m.ordinal < cache.spec.replicas),
+            ),
+          ]),
+        ]
       : [];
   if (!problem) {
     if (!w) set('Ready', 'Unknown', 'WorkloadMissing', `The ${kind} does not exist yet`);
@@ -131,7 +146,16 @@ export function computeStatus(
         'AllReplicasReady',
         `${serving}/${want} replicas ready, running ${cache.spec.version}${r?.plan.unobserved.length ? " (the kubelet's word: the manager cannot reach them)" : ''}`,
       );
-    else set('Ready', 'False', 'ReplicasNotReady', `${ready}/${want} replicas ready`);
+    else
+      set(
+        'Ready',
+        'False',
+        'ReplicasNotReady',
+        // The workload counts a Pod on a lost node ready by its kubelet's last word; the plan does not.
+        replicated(cache) && r
+          ? `${serving}/${want} replicas ready${notLinked.length && primary ? `: ${notLinked.join(', ')} not replicating from ${primary}` : ''}`
+          : `${ready}/${want} replicas ready`,
+      );
   }
 
   const running = w?.status?.replicas ?? 0;

@@ -14,7 +14,18 @@ import { after, before, describe, test } from 'node:test';
 import type { EventsV1Event, V1Pod } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
 import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
-import { eventually, loadImagesIntoRealNode, localImageCatalog, start, type TestEnv } from '@regulon/testenv';
+import {
+  describeSplitBrain,
+  eventually,
+  occurrencesSince,
+  reportedBy,
+  resumeUntilExit,
+  loadImagesIntoRealNode,
+  localImageCatalog,
+  start,
+  type RoleSampler,
+  type TestEnv,
+} from '@regulon/testenv';
 import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
 import { Database } from './api.ts';
 import {
@@ -24,7 +35,6 @@ import {
   forEachEngine,
   healthy,
 } from './testing/side-by-side.ts';
-import { describeSplitBrain, lastOccurred, type RoleSampler } from './testing/workload.ts';
 
 /** The managers' Lease, in each engine's namespace. */
 const LEADER_LEASE = 'regulon-manager';
@@ -151,30 +161,18 @@ describe(
           // Resumed, the frozen leader's timers and replies all come due at once: its Lease's renew
           // deadline among them. It must stop before it writes anything, and exit.
           const resumedAt = Date.now();
-          leader.child.kill('SIGCONT');
           frozen.delete(leader.child);
-          const exitCode = await eventually(
-            'the resumed manager exits',
-            () => Promise.resolve(leader.child.exitCode ?? leader.child.signalCode ?? undefined),
-            30_000,
-            100,
-          );
+          const exitCode = await resumeUntilExit(leader.child);
           const exitedAt = Date.now();
           assert.notEqual(exitCode, 0, 'it exits because it lost its leadership, not as asked to');
 
           const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
-          const fromLeaderAfterResume = events.filter(
-            (x) => x.reportingInstance === leader.identity && lastOccurred(x) >= resumedAt,
-          );
           assert.deepEqual(
-            fromLeaderAfterResume.map((x) => `${x.reason}: ${x.note}`),
+            reportedBy(events, leader.identity, resumedAt),
             [],
             'no Event from the resumed manager',
           );
-          const occurrences = (reason: string) =>
-            events
-              .filter((x) => x.reason === reason && lastOccurred(x) >= deletedAt - 1000)
-              .reduce((n, x) => n + (x.series?.count ?? 1), 0);
+          const occurrences = (reason: string) => occurrencesSince(events, reason, deletedAt);
           // The leader reports FailoverStarted right after it records the failover, and may be
           // frozen in between (Events are best effort, and a resumed leader writes none): at most
           // one. Two failovers would promote twice.

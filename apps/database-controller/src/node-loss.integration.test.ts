@@ -15,8 +15,6 @@
 // a failure names its engine.
 //   npx regulon-testenv exec -- node --test apps/database-controller/src/node-loss.integration.test.ts
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { V1Namespace, V1Pod } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
@@ -31,17 +29,18 @@ import {
   pauseSecondRealNodeKubelet,
   realNodeNamespaceAnnotations,
   SECOND_NODE,
-  SECOND_NODE_DIR,
+  secondNodeContainerLog,
   secondRealNodeNamespaceAnnotations,
   start,
+  describeSplitBrain,
+  type RoleSampler,
   type TestEnv,
 } from '@regulon/testenv';
 import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
-import { Database } from './api.ts';
+import { Database, type DatabaseObject } from './api.ts';
 import { setupDatabaseController } from './index.ts';
 import { SWITCHOVER_ANNOTATION } from './replication/replication.ts';
 import { cond, databaseUnderTest, ENGINE_CASES, forEachEngine, healthy } from './testing/side-by-side.ts';
-import { describeSplitBrain, type RoleSampler } from './testing/workload.ts';
 
 /**
  * How soon after the node loss a standby must accept writes. The goal is 30 s with the default
@@ -54,6 +53,13 @@ const ENGINES = [
   { ...ENGINE_CASES.postgres, name: 'pgnl' },
   { ...ENGINE_CASES.mariadb, name: 'mdbnl' },
 ];
+
+/** What a rejoining instance discarded (commits no standby confirmed, never acknowledged), as the status says it. */
+const discardedIn = (db: DatabaseObject) =>
+  (db.status?.instances ?? [])
+    .filter((i) => i.discarded)
+    .map((i) => `; ${i.name} discarded on rejoining: ${i.discarded}`)
+    .join('');
 
 // Under `npm test` the run's shared control plane gets the second node for this file alone
 // (another file that wants it waits), and stops it again at the end.
@@ -108,30 +114,14 @@ describe('node loss on real engines with the instance agent', { timeout: 20 * 60
       nodeOf,
       setNamespaceAnnotations,
 
-      /** The last lines of a container's log on the second node, read from its files (no kubelet needed). */
-      secondNodeContainerLog(name: string, uid: string, lines = 20): string {
-        const dir = join(
-          env.controlPlane.state.dir,
-          SECOND_NODE_DIR,
-          'pod-logs',
-          `${ns}_${name}_${uid}`,
-          e.container,
-        );
-        try {
-          const files = readdirSync(dir)
-            .filter((f) => f.endsWith('.log'))
-            .sort((a, b) => statSync(join(dir, a)).mtimeMs - statSync(join(dir, b)).mtimeMs);
-          const all = files
-            .map((f) => readFileSync(join(dir, f), 'utf8'))
-            .join('')
-            .split('\n');
-          // The agent's lines (JSON) wherever they are, then the engine's last ones.
-          const agent = all.filter((l) => l.includes('"name":"instance-agent"')).slice(-lines);
-          return [...agent, '…', ...all.slice(-lines)].join('\n');
-        } catch (err) {
-          return `(no log in ${dir}: ${(err as Error).message})`;
-        }
-      },
+      /** The last lines of a container's log on the second node (no kubelet needed). */
+      secondNodeContainerLog: (name: string, uid: string) =>
+        secondNodeContainerLog(env.controlPlane.state.dir, {
+          namespace: ns,
+          name,
+          uid,
+          container: e.container,
+        }),
 
       /**
        * Moves instance `name` to the second node, its Pod recreated while the namespace sends new
@@ -178,7 +168,9 @@ describe('node loss on real engines with the instance agent', { timeout: 20 * 60
     let watching: NodeJS.Timeout | undefined;
     try {
       const armed = await forEachEngine(subjects, async (s) => {
-        await s.create();
+        // The old primary must rejoin by itself: a commit it made that no standby confirmed (never
+        // acknowledged) is discarded, as MariaDB's default (Keep) would not, and the status says so.
+        await s.create({ divergedData: 'Discard' });
         const moved = s.pod(2);
         const placed = await s.primaryOnSecondNode(moved, { newPodsThere: false });
         for (const i of placed.status!.instances!.filter((x) => x.name !== moved))
@@ -257,7 +249,7 @@ describe('node loss on real engines with the instance agent', { timeout: 20 * 60
       heal();
       heal = undefined;
       await forEachEngine(armed, async (a) => {
-        await a.until('all three replicating again', healthy, 300_000);
+        const back = await a.until('all three replicating again', healthy, 300_000);
         const rejoinMs = Date.now() - healedAt;
         const summary = await a.sampler.stop();
         assert.equal(
@@ -268,7 +260,7 @@ describe('node loss on real engines with the instance agent', { timeout: 20 * 60
         const acked = await a.nothingLost();
         t.diagnostic(
           `${a.e.engine} node back: all instances replicating ${(rejoinMs / 1000).toFixed(1)} s later; 0 of ${acked} acknowledged writes lost; ` +
-            `sampler rounds ${summary.rounds}, slowest ${summary.maxRoundMs} ms`,
+            `sampler rounds ${summary.rounds}, slowest ${summary.maxRoundMs} ms${discardedIn(back)}`,
         );
       });
     } finally {
@@ -342,14 +334,17 @@ describe('node loss on real engines with the instance agent', { timeout: 20 * 60
       resume = undefined;
       await forEachEngine(armed, async (a) => {
         await a.setNamespaceAnnotations(realNodeNamespaceAnnotations());
-        await a.until('all three replicating again', healthy, 300_000);
+        const back = await a.until('all three replicating again', healthy, 300_000);
         const summary = await a.sampler.stop();
         assert.equal(
           summary.maxWritableAtOnce,
           1,
           `never two writable, but: ${describeSplitBrain(summary, deletedAt)}`,
         );
-        await a.nothingLost();
+        const acked = await a.nothingLost();
+        t.diagnostic(
+          `${a.e.engine} zombie: all instances replicating again; 0 of ${acked} acknowledged writes lost${discardedIn(back)}`,
+        );
       });
     } finally {
       resume?.();

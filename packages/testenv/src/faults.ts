@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { NETNS_DIR, sh } from './host.ts';
 import { NODE_NETWORK } from './node-config.ts';
 import { SECOND_NODE, secondRealNodeState } from './second-node.ts';
+import { isAlive } from './process.ts';
 
 export interface Partition {
   /** Lets the packets through again. Idempotent. */
@@ -103,6 +104,43 @@ export function podPids(podUid: string, matches: (argv: string[]) => boolean): n
  */
 export function podServerPid(podUid: string, matches: (argv: string[]) => boolean): number | undefined {
   return outermost(podProcesses(podUid, matches))[0];
+}
+
+/**
+ * The processes of a Pod's containers that descend from a container's own first process (PID 1 in
+ * its namespace): the engine and what it started, never the sandbox, nor the processes the kubelet
+ * execs beside them (probes, hooks). A hang stops the first kind only: a probe stopped with them
+ * would keep its exec open (containerd waits for its output until the kubelet's 2 min runtime
+ * request timeout), and the kubelet would probe nothing meanwhile.
+ */
+export function containerProcessTrees(podUid: string): number[] {
+  const pids = podPids(podUid, (argv) => !isSandbox(argv));
+  const parent = new Map<number, number>();
+  const first = new Set<number>();
+  for (const pid of pids) {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      parent.set(pid, Number(/^PPid:\s+(\d+)/m.exec(status)?.[1] ?? 0));
+      if (/^NSpid:.*\s1$/m.test(status)) first.add(pid);
+    } catch {
+      // The process ended while being read.
+    }
+  }
+  const descends = (pid: number) => {
+    for (let p: number | undefined = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++)
+      if (first.has(p)) return true;
+    return false;
+  };
+  return pids.filter(descends);
+}
+
+/** SIGSTOP, unless the process ended since it was listed (a short-lived exec, a backend). */
+export function stopProcess(pid: number): void {
+  try {
+    process.kill(pid, 'SIGSTOP');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
 }
 
 /** A Pod's processes whose argv `matches`, as PID to parent PID. */
@@ -237,21 +275,40 @@ function podRules(pid: number, rules: string[][]): PodPartition {
   const netns = readlinkSync(`/proc/${pid}/ns/net`);
   const ipt = (inNs: number, ...args: string[]) =>
     sh('nsenter', [`--net=/proc/${inNs}/ns/net`, 'iptables', '-w', ...args]);
+  const ruleExists = (inNs: number, rule: string[]) => {
+    try {
+      ipt(inNs, '-C', ...rule);
+      return true;
+    } catch {
+      // -C fails for a rule that is not there, and for a process that ended: asked again then.
+      return !isAlive(inNs);
+    }
+  };
   for (const rule of rules) ipt(pid, '-A', ...rule);
   let healed = false;
   return {
     heal() {
       if (healed) return;
       healed = true;
-      // Through any process still in that namespace; none left: the rules went with it.
-      const inNs = findProcessInNetns(netns);
-      if (inNs === undefined) return;
-      for (const rule of rules)
-        try {
-          ipt(inNs, '-D', ...rule);
-        } catch {
-          // Gone with the Pod meanwhile.
+      for (const rule of rules) {
+        // Through a process still in that namespace (none left: the rules went with it). The one
+        // found may end before nsenter enters (a probe's exec, a backend): a rule is done with only
+        // once it is deleted or, asked through a process that still runs, no longer there. A cut
+        // left behind silently once kept a standby from its primary for minutes.
+        let removed = false;
+        for (let attempt = 0; attempt < 5 && !removed; attempt++) {
+          const inNs = findProcessInNetns(netns);
+          if (inNs === undefined) return;
+          try {
+            ipt(inNs, '-D', ...rule);
+            removed = true;
+          } catch {
+            removed = isAlive(inNs) && !ruleExists(inNs, rule);
+          }
         }
+        if (!removed)
+          throw new Error(`testenv: could not remove "${rule.join(' ')}" from ${netns}: the cut stays`);
+      }
     },
     namespaceGone: () => findProcessInNetns(netns) === undefined && !boundInNetnsDir(netns),
   };

@@ -53,11 +53,36 @@ export {
   podServerPid,
   podSandboxPid,
   isSandbox,
+  containerProcessTrees,
+  stopProcess,
   type Partition,
   type PodPartition,
   type NodeLoss,
 } from './faults.ts';
-export { SECOND_NODE, startSecondRealNode, secondRealNodeState } from './second-node.ts';
+export {
+  SECOND_NODE,
+  startSecondRealNode,
+  secondRealNodeState,
+  secondNodeContainerLog,
+} from './second-node.ts';
+export { lastOccurred, eventTimeline, occurrencesSince, reportedBy } from './events.ts';
+export {
+  startRoleSampler,
+  instancePodsOf,
+  summarise,
+  describeSplitBrain,
+  SAMPLE_INTERVAL_MS,
+  type RoleSampler,
+  type RoleSamplerOptions,
+  type RoleSession,
+  type OpenSession,
+  type Answer,
+  type SampledPod,
+  type SampleRound,
+  type SamplerSummary,
+  type InstanceSample,
+  type InstanceRole,
+} from './role-sampler.ts';
 export {
   REAL_NODE_LABEL,
   realNodeUnsupported,
@@ -78,4 +103,4 @@ export {
 } from './object-store.ts';
 
 /** Whether process `pid` exists (signal 0 only asks). */
-export { isAlive } from './process.ts';
+export { isAlive, resumeUntilExit } from './process.ts';

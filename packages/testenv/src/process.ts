@@ -1,6 +1,7 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { eventually } from './wait.ts';
 
 /** How a component was started; persisted so another process can stop or restart it. */
 export interface ComponentState {
@@ -114,4 +115,18 @@ export async function stopRecordedServices(controlPlaneDir: string): Promise<voi
   const root = join(controlPlaneDir, SERVICES_DIR);
   if (!existsSync(root)) return;
   for (const name of readdirSync(root)) await stopRecordedService(join(root, name));
+}
+
+/**
+ * Resumes a stopped (SIGSTOP) child process and waits for it to end: its exit code, or the signal
+ * that ended it. A frozen leader resumed must find its leadership lost and exit on its own.
+ */
+export async function resumeUntilExit(child: ChildProcess, timeoutMs = 30_000): Promise<number | string> {
+  child.kill('SIGCONT');
+  return eventually(
+    `process ${child.pid} exits once resumed`,
+    () => Promise.resolve(child.exitCode ?? child.signalCode ?? undefined),
+    timeoutMs,
+    100,
+  );
 }

@@ -11,7 +11,7 @@
 //   host regulon1h 10.245.254.1 ══ veth ══ uplink 10.245.254.2 (netns regulon-node-1)
 //                                        │
 //   node 1's Pods 10.245.1.0/24 ── regulon1 (10.245.1.1, in the namespace)
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { createCgroupRoot, setSysctl, sh, snapshotHost, linkExists, type HostRecord } from './host.ts';
 import {
@@ -236,4 +236,35 @@ function configureNetwork(record: HostRecord, apiPort: number): void {
     ['nat', '-I', 'PREROUTING', '1', '-j', `${chainPrefix}API`],
   ];
   for (const [table, ...args] of rules) sh('iptables', ['-w', '-t', table!, ...args]);
+}
+
+/**
+ * The last lines of a container's log on the second node, read from the kubelet's files (no
+ * kubelet needed, so it works while the node is paused or lost): the instance agent's lines
+ * (JSON, `"name":"instance-agent"`) wherever they are, then the last lines of all.
+ */
+export function secondNodeContainerLog(
+  controlPlaneDir: string,
+  pod: { namespace: string; name: string; uid: string; container: string },
+  lines = 20,
+): string {
+  const dir = join(
+    secondNodeDir(controlPlaneDir),
+    'pod-logs',
+    `${pod.namespace}_${pod.name}_${pod.uid}`,
+    pod.container,
+  );
+  try {
+    const files = readdirSync(dir)
+      .filter((f) => f.endsWith('.log'))
+      .sort((a, b) => statSync(join(dir, a)).mtimeMs - statSync(join(dir, b)).mtimeMs);
+    const all = files
+      .map((f) => readFileSync(join(dir, f), 'utf8'))
+      .join('')
+      .split('\n');
+    const agent = all.filter((l) => l.includes('"name":"instance-agent"')).slice(-lines);
+    return [...agent, '…', ...all.slice(-lines)].join('\n');
+  } catch (err) {
+    return `(no log in ${dir}: ${(err as Error).message})`;
+  }
 }

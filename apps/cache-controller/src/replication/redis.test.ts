@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { plan, type Member, type PlanInput } from '@regulon/conventions';
-import { parseReplicationInfo, toServer } from './redis.ts';
+import { once } from 'node:events';
+import { createServer, type Socket } from 'node:net';
+import { observe, parseReplicationInfo, toServer } from './redis.ts';
 
 // INFO replication as redis 7.0 (the Debian image's) answers it.
 const PRIMARY_INFO = `# Replication\r
@@ -172,5 +174,28 @@ describe('the replication plan on what redis answers', () => {
     assert.equal(p.step?.kind === 'fence' && p.step.pod, 'c-0');
     assert.equal(p.roles.get('c-0'), undefined);
     assert.equal(p.roles.get('c-2'), 'primary');
+  });
+});
+
+describe('asking a redis that does not answer', () => {
+  test('a server that accepts the connection and never answers (hung) is unreachable within the deadline, not a question left waiting', async () => {
+    // The kernel of a SIGSTOPped server completes the TCP handshake; the server never reads.
+    const held: Socket[] = [];
+    const server = createServer((socket) => held.push(socket));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as { port: number };
+    try {
+      const started = Date.now();
+      const answer = await observe({ host: '127.0.0.1', port, password: 'secret' });
+      const took = Date.now() - started;
+      assert.equal(answer.reachable, false);
+      assert.match(answer.reachable ? '' : answer.error, /no answer within 4000 ms/);
+      assert.ok(took < 6_000, `answered in ${took} ms`);
+      assert.ok(held.length >= 1, 'the connection was accepted');
+    } finally {
+      for (const socket of held) socket.destroy();
+      server.close();
+    }
   });
 });

@@ -76,6 +76,8 @@ export function toServer(info: ReplicationInfo): Server {
 }
 
 const TIMEOUT_MS = 2000;
+/** The bound of one connection's whole exchange: connect, AUTH, and the question. */
+const EXCHANGE_TIMEOUT_MS = 2 * TIMEOUT_MS;
 
 async function withRedis<T>(
   e: Endpoint,
@@ -89,10 +91,25 @@ async function withRedis<T>(
   });
   // Connection errors reject connect() or the command; without a listener the client would throw them again.
   client.on('error', () => undefined);
-  await client.connect();
+  // connectTimeout bounds the TCP connect only, not the handshake after it (AUTH): a hung server
+  // (SIGSTOP) accepts the connection in its kernel and never answers, which held a reconcile, and
+  // with it every failover, until the container was killed. The whole exchange has one deadline.
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no answer within ${EXCHANGE_TIMEOUT_MS} ms`)),
+      EXCHANGE_TIMEOUT_MS,
+    );
+  });
+  const exchange = (async () => {
+    await client.connect();
+    return run((args) => client.sendCommand(args, { timeout: TIMEOUT_MS }));
+  })();
+  exchange.catch(() => undefined);
   try {
-    return await run((args) => client.sendCommand(args, { timeout: TIMEOUT_MS }));
+    return await Promise.race([exchange, late]);
   } finally {
+    clearTimeout(timer);
     client.destroy();
   }
 }

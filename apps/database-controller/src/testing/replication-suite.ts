@@ -10,7 +10,6 @@
 // replicas) and calls describeReplication(). The figures (time to Ready,
 // failover time, writes lost, outages, catch-up) are test diagnostics.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as cadence } from 'node:timers/promises';
 import type { EventsV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
@@ -23,7 +22,8 @@ import {
   cutOffFromPods,
   cutPodOffFrom,
   eventually,
-  isSandbox,
+  containerProcessTrees,
+  stopProcess,
   type Partition,
   type PodPartition,
   loadImagesIntoRealNode,
@@ -32,6 +32,9 @@ import {
   podServerPid,
   podSandboxPid,
   start,
+  describeSplitBrain,
+  lastOccurred,
+  type SamplerSummary,
   type TestEnv,
 } from '@regulon/testenv';
 import { ensureManagerImage } from '../../../../tools/manager-image/image.ts';
@@ -39,17 +42,14 @@ import { Database, type DatabaseObject } from '../api.ts';
 import { setupDatabaseController } from '../index.ts';
 import { FORCE_PROMOTE_ANNOTATION, SWITCHOVER_ANNOTATION } from '../replication/replication.ts';
 import {
-  describeSplitBrain,
-  lastOccurred,
   lostWrites,
   mariadbStatement,
   readCredentials,
   readReplicaRows,
-  startRoleSampler,
+  startDatabaseSampler,
   startWriter,
   STATEMENT_TIMEOUT_SECONDS,
   type Outage,
-  type SamplerSummary,
   type WorkloadEngine,
   type Writer,
 } from './workload.ts';
@@ -93,43 +93,6 @@ export interface EngineUnderTest {
    * that the primary Lease names the primary.
    */
   instanceAgent?: boolean;
-}
-
-/**
- * The processes of a Pod's containers that descend from a container's own first process (PID 1 in
- * its namespace): the engine and what it started, never the sandbox, nor the processes the kubelet
- * execs beside them (probes, hooks). A hang stops the first kind only: a probe stopped with them
- * would keep its exec open (containerd waits for its output until the kubelet's 2 min runtime
- * request timeout), and the kubelet would probe nothing meanwhile.
- */
-export function containerProcessTrees(podUid: string): number[] {
-  const pids = podPids(podUid, (argv) => !isSandbox(argv));
-  const parent = new Map<number, number>();
-  const first = new Set<number>();
-  for (const pid of pids) {
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      parent.set(pid, Number(/^PPid:\s+(\d+)/m.exec(status)?.[1] ?? 0));
-      if (/^NSpid:.*\s1$/m.test(status)) first.add(pid);
-    } catch {
-      // The process ended while being read.
-    }
-  }
-  const descends = (pid: number) => {
-    for (let p: number | undefined = pid, hops = 0; p && hops < 64; p = parent.get(p), hops++)
-      if (first.has(p)) return true;
-    return false;
-  };
-  return pids.filter(descends);
-}
-
-/** SIGSTOP, unless the process ended since it was listed (a short-lived exec, a backend). */
-export function stopProcess(pid: number): void {
-  try {
-    process.kill(pid, 'SIGSTOP');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
-  }
 }
 
 const cond = (db: DatabaseObject, type: string): Condition | undefined =>
@@ -543,7 +506,7 @@ export function describeReplication(e: EngineUnderTest): void {
       );
       const partition = cutOffFromPods(CUT_OFF_GIDS[engine]);
       const cutAt = Date.now();
-      const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
+      const sampler = await startDatabaseSampler({ client, namespace: ns, db: NAME, engine });
       // Both Services' endpoints every 200 ms for the whole partition: any change is a finding.
       const changes: string[] = [];
       let sampling = true;
@@ -650,7 +613,7 @@ export function describeReplication(e: EngineUnderTest): void {
         CUT_OFF_GIDS[engine],
       );
       const cuts: Partition[] = [];
-      const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
+      const sampler = await startDatabaseSampler({ client, namespace: ns, db: NAME, engine });
       let cutAt = 0;
       let healedAt = 0;
       let server: number | undefined;
@@ -810,7 +773,7 @@ export function describeReplication(e: EngineUnderTest): void {
       assert.ok(writer, 'the first test started the writer');
       const before = await until(`${what}: healthy before`, healthy);
       const old = before.status!.currentPrimary!;
-      const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
+      const sampler = await startDatabaseSampler({ client, namespace: ns, db: NAME, engine });
       let said: ReturnType<typeof recordReplicationStatus> | undefined;
       try {
         await sampler.waitForRound('one writable instance', (r) => r.writable.length === 1, 30_000);
@@ -1425,7 +1388,7 @@ export function describeReplication(e: EngineUnderTest): void {
       mgr.stop();
       await running;
       let restarted = false;
-      const sampler = await startRoleSampler({ client, namespace: ns, db: NAME, engine });
+      const sampler = await startDatabaseSampler({ client, namespace: ns, db: NAME, engine });
       try {
         const stopped = Date.now();
         const midway = await sampler.waitForRound('a round after the stop', () => true, 10_000);

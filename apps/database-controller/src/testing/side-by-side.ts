@@ -6,16 +6,20 @@ import { basename } from 'node:path';
 import type { EventsV1Event } from '@kubernetes/client-node';
 import { Kinds, type KubeClient } from '@regulon/client';
 import type { Condition } from '@regulon/runtime';
-import { eventually, localImageCatalog, podServerPid } from '@regulon/testenv';
+import {
+  eventTimeline,
+  eventually,
+  localImageCatalog,
+  podServerPid,
+  type RoleSampler,
+} from '@regulon/testenv';
 import { Database, type DatabaseObject } from '../api.ts';
 import { statusSummary } from './replication-suite.ts';
 import {
-  lastOccurred,
   lostWrites,
   readReplicaRows,
-  startRoleSampler,
+  startDatabaseSampler,
   startWriter,
-  type RoleSampler,
   type WorkloadEngine,
   type Writer,
 } from './workload.ts';
@@ -88,17 +92,8 @@ export function databaseUnderTest<E extends EngineCase>(client: KubeClient, e: E
       throw err;
     });
   /** The namespace's Events since a moment, as `+seconds object reason: message`: what a slow failover did. */
-  const timeline = async (fromMs: number) => {
-    const events = (await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items;
-    return events
-      .filter((x) => lastOccurred(x) >= fromMs - 1000)
-      .sort((a, b) => lastOccurred(a) - lastOccurred(b))
-      .map(
-        (x) =>
-          `+${((lastOccurred(x) - fromMs) / 1000).toFixed(1)} s ${x.regarding?.name} ${x.reason}: ${(x.note ?? '').slice(0, 160)}`,
-      )
-      .join('; ');
-  };
+  const timeline = async (fromMs: number) =>
+    eventTimeline((await client.resource<EventsV1Event>(Kinds.Event).list({ namespace: ns })).items, fromMs);
   const rows = () => readReplicaRows({ client, namespace: ns, db: name, engine: e.engine });
 
   const s = {
@@ -117,13 +112,16 @@ export function databaseUnderTest<E extends EngineCase>(client: KubeClient, e: E
       eventually(`${e.engine}'s server`, () => Promise.resolve(podServerPid(uid, e.isServer))),
     /** Starts sampling the instances' roles; `samplers` stops it at the scenario's end, whatever happens. */
     sampler: async (samplers: RoleSampler[]) => {
-      const sampler = await startRoleSampler({ client, namespace: ns, db: name, engine: e.engine });
+      const sampler = await startDatabaseSampler({ client, namespace: ns, db: name, engine: e.engine });
       samplers.push(sampler);
       return sampler;
     },
 
-    /** Three synchronous instances, replicating under a paced write load. */
-    async create() {
+    /**
+     * Three synchronous instances, replicating under a paced write load. `divergedData`: what a
+     * former primary holding commits no standby confirmed does on its return (default the engine's).
+     */
+    async create(o: { divergedData?: 'Discard' | 'Keep' } = {}) {
       await dbs().create(
         Database.object({
           metadata: { name, namespace: ns },
@@ -133,7 +131,11 @@ export function databaseUnderTest<E extends EngineCase>(client: KubeClient, e: E
             replicas: 3,
             storage: { size: '1Gi' },
             backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 1 },
-            replication: { synchronous: true, failoverDelaySeconds: 5 },
+            replication: {
+              synchronous: true,
+              failoverDelaySeconds: 5,
+              ...(o.divergedData ? { divergedData: o.divergedData } : {}),
+            },
           },
         }),
       );

@@ -1,7 +1,6 @@
 // The replication tests' workload, where it is pure: the writer's loop (run
 // here by sh against a stand-in client, so that what it logs as acknowledged
-// is pinned without a server), its Pod, the log's parsing, and the sampler's
-// summary.
+// is pinned without a server), its Pod, and the log's parsing.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,16 +8,13 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import {
-  describeSplitBrain,
   lostWrites,
   outagesOf,
   parseWriterLog,
   replicationThreads,
-  summarise,
   WRITER_SOURCE,
   writerPod,
   writerSettings,
-  type SampleRound,
   type WorkloadEngine,
 } from './workload.ts';
 
@@ -261,62 +257,4 @@ test('replicationThreads: what SHOW SLAVE STATUS says runs', () => {
     'IO Connecting, SQL Yes',
   );
   assert.equal(replicationThreads({ Slave_IO_Running: 'Yes', Slave_SQL_Running: 'No' }), 'IO Yes');
-});
-
-test('summarise: split-brain rounds, the writable sequence and the spans with none', () => {
-  const round = (atMs: number, writable: string[]): SampleRound => ({
-    atMs,
-    tookMs: 10,
-    instances: writable.map((name) => ({ name, ip: `10.0.0.${name.slice(-1)}`, role: 'writable' })),
-    writable,
-  });
-  const s = summarise([
-    round(0, ['db-0']),
-    round(200, []),
-    round(400, []),
-    round(600, ['db-1']),
-    round(800, ['db-1', 'db-0']),
-    round(1000, ['db-1']),
-  ]);
-  assert.equal(s.maxWritableAtOnce, 2);
-  assert.deepEqual(s.splitBrainRounds, [{ atMs: 800, writable: ['db-1', 'db-0'] }]);
-  assert.deepEqual(s.splitBrainSpans, [
-    { fromMs: 800, toMs: 800, rounds: 1, writable: ['db-0@10.0.0.0', 'db-1@10.0.0.1'] },
-  ]);
-  assert.equal(describeSplitBrain(s, 0), 'db-0@10.0.0.0 and db-1@10.0.0.1 from +0.8 s to +0.8 s (1 rounds)');
-  assert.deepEqual(s.writableSequence, ['db-0', 'db-1', 'db-0', 'db-1']);
-  assert.deepEqual(s.noWritableSpans, [{ fromMs: 200, toMs: 600 }]);
-});
-
-test('summarise: consecutive split-brain rounds with the same instances make one span; a new address starts another', () => {
-  const round = (atMs: number, writable: Array<[string, string]>): SampleRound => ({
-    atMs,
-    tookMs: 10,
-    instances: writable.map(([name, ip]) => ({ name, ip, role: 'writable' })),
-    writable: writable.map(([name]) => name),
-  });
-  const s = summarise([
-    round(0, [['db-0', 'a']]),
-    round(200, [
-      ['db-0', 'a'],
-      ['db-2', 'c'],
-    ]),
-    round(400, [
-      ['db-2', 'c'],
-      ['db-0', 'a'],
-    ]),
-    round(600, [['db-2', 'c']]),
-    round(800, [
-      ['db-0', 'b'],
-      ['db-2', 'c'],
-    ]),
-  ]);
-  assert.deepEqual(s.splitBrainSpans, [
-    { fromMs: 200, toMs: 400, rounds: 2, writable: ['db-0@a', 'db-2@c'] },
-    { fromMs: 800, toMs: 800, rounds: 1, writable: ['db-0@b', 'db-2@c'] },
-  ]);
-  assert.equal(
-    describeSplitBrain(s, 100),
-    'db-0@a and db-2@c from +0.1 s to +0.3 s (2 rounds); db-0@b and db-2@c from +0.7 s to +0.7 s (1 rounds)',
-  );
 });

@@ -12,9 +12,16 @@
 // Credentials come from the Database's credentials Secret through the API and
 // are never printed: the writer Pod takes them from the Secret itself.
 import { readFileSync } from 'node:fs';
-import type { EventsV1Event, V1EnvVar, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1EnvVar, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { Kinds, isNotFound, type KubeClient } from '@regulon/client';
-import { REAL_NODE_POD_SUBNETS, eventually, hostAddressesIn, type HostAddress } from '@regulon/testenv';
+import {
+  eventually,
+  instancePodsOf,
+  startRoleSampler,
+  type OpenSession,
+  type RoleSampler,
+  type SampledPod,
+} from '@regulon/testenv';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { dropConnection } from '../mariadb/instance.ts';
@@ -22,8 +29,6 @@ import { dropConnection } from '../mariadb/instance.ts';
 /** The table the writer fills; one row per acknowledged id. */
 export const LOAD_TABLE = 'regulon_load';
 export const CLIENT_IMAGE = 'regulon.local/client:12';
-/** Sampler cadence the issue asks for. */
-export const SAMPLE_INTERVAL_MS = 200;
 
 /** The engines this workload drives; every option's default is postgres's. */
 export type WorkloadEngine = 'postgres' | 'mariadb';
@@ -68,39 +73,19 @@ export async function readCredentials(
 // ---------------------------------------------------------------------------
 // Instance Pods
 
-export interface InstancePod {
-  name: string;
-  /** Undefined until the Pod has an address (or after it lost it). */
-  ip: string | undefined;
-  phase: string | undefined;
-  deleting: boolean;
-}
-
-/**
- * The Database's instance Pods, `<db>-<ordinal>`, by the instance label; the
- * name filter leaves out other Pods that carry the label (backup Jobs' Pods).
- */
+/** The Database's instance Pods, `<db>-<ordinal>`, by the instance label. */
 export async function listInstancePods(
   client: KubeClient,
   namespace: string,
   db: string,
   signal?: AbortSignal,
-): Promise<InstancePod[]> {
+): Promise<SampledPod[]> {
   const list = await client.resource<V1Pod>(Kinds.Pod).list({
     namespace,
     labelSelector: `app.kubernetes.io/instance=${db}`,
     ...(signal ? { signal } : {}),
   });
-  const instance = new RegExp(`^${db.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d+$`);
-  return list.items
-    .filter((p) => instance.test(p.metadata?.name ?? ''))
-    .map((p) => ({
-      name: p.metadata!.name!,
-      ip: p.status?.podIP || undefined,
-      phase: p.status?.phase,
-      deleting: p.metadata?.deletionTimestamp !== undefined,
-    }))
-    .sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
+  return instancePodsOf(list.items, db);
 }
 
 // ---------------------------------------------------------------------------
@@ -437,53 +422,9 @@ export async function startWriter(opts: WriterOptions): Promise<Writer> {
 }
 
 // ---------------------------------------------------------------------------
-// The role sampler
+// The role sampler (testenv's, with each engine's question)
 
-export type InstanceRole = 'writable' | 'read-only' | 'unreachable';
-
-export interface InstanceSample {
-  name: string;
-  ip: string | undefined;
-  role: InstanceRole;
-  /**
-   * Why it was unreachable: no IP yet, still connecting, timed out, or the
-   * error's message; for a reachable one, anything odd about its role (a
-   * mariadb instance writable while a replication thread runs).
-   */
-  reason?: string;
-}
-
-export interface SampleRound {
-  /** Epoch ms when the round started. */
-  atMs: number;
-  /** How long the round took; never more than the interval. */
-  tookMs: number;
-  instances: InstanceSample[];
-  /** Names of the writable instances this round. */
-  writable: string[];
-}
-
-export interface SamplerSummary {
-  rounds: number;
-  firstAtMs: number | undefined;
-  lastAtMs: number | undefined;
-  maxWritableAtOnce: number;
-  /** Every round that saw more than one writable instance. */
-  splitBrainRounds: Array<{ atMs: number; writable: string[] }>;
-  /**
-   * The split-brain rounds as stretches of consecutive rounds with the same writable instances,
-   * each named with its Pod IP (a recreated Pod keeps its name but not its address).
-   */
-  splitBrainSpans: Array<{ fromMs: number; toMs: number; rounds: number; writable: string[] }>;
-  /** Writable instance names in the order they took the role, consecutive repeats collapsed: ['db-0', 'db-1']. */
-  writableSequence: string[];
-  /** Stretches of consecutive rounds with no writable instance (from the first such round to the next with one). */
-  noWritableSpans: Array<{ fromMs: number; toMs: number | undefined }>;
-  /** The slowest round; the cadence held if this is under the interval. */
-  maxRoundMs: number;
-}
-
-export interface RoleSamplerOptions {
+export interface DatabaseSamplerOptions {
   client: KubeClient;
   namespace: string;
   db: string;
@@ -496,44 +437,9 @@ export interface RoleSamplerOptions {
   engine?: WorkloadEngine;
   /** Default the engine's: 5432, 3306. */
   port?: number;
-  /**
-   * Where else to look for instances: every address a network namespace on this host holds within
-   * these subnets is asked too, once a second, beside the current Pods (default the real nodes'
-   * Pod subnets; [] for none). A container whose Pod object is gone, or that has a new one, may
-   * still serve: it counts if it answers to this Database's credentials.
-   */
+  /** See testenv's RoleSamplerOptions.hostSubnets. */
   hostSubnets?: readonly string[];
 }
-
-export interface RoleSampler {
-  /** Every round so far. */
-  rounds(): readonly SampleRound[];
-  /** Waits until a round satisfies `check` (e.g. exactly one writable); returns that round. */
-  waitForRound(what: string, check: (round: SampleRound) => boolean, timeoutMs: number): Promise<SampleRound>;
-  /** Stops sampling, closes every connection, and summarises. Idempotent. */
-  stop(): Promise<SamplerSummary>;
-  /** `stop()`: a sampler left running keeps the test process alive. */
-  [Symbol.asyncDispose](): Promise<void>;
-}
-
-/**
- * What one probe learns: the instance's role, and anything odd about it ('unreachable' when the
- * address answered as another Pod).
- */
-type Answer = { role: InstanceRole; reason?: string };
-
-/** An open probe connection to one instance, of either engine. */
-interface RoleSession {
-  /** Asks the instance whether it is writable now. */
-  ask(): Promise<Answer>;
-  /** Drops the connection at once (the server may be gone: nothing waits for it). */
-  destroy(): void;
-}
-/**
- * Opens a session to `ip`, the address of the Pod `name`; `broken` is called when the connection
- * fails while idle.
- */
-type OpenSession = (ip: string, name: string, broken: () => void) => Promise<RoleSession>;
 
 const POSTGRES_WRITABLE_SQL =
   "select not pg_is_in_recovery() and current_setting('transaction_read_only') = 'off' as writable";
@@ -605,113 +511,23 @@ export function replicationThreads(row: Record<string, unknown> | undefined): st
   return [io !== 'No' ? `IO ${io}` : '', sql !== 'No' ? `SQL ${sql}` : ''].filter(Boolean).join(', ');
 }
 
-/** One instance's probe connection, kept across rounds and replaced after any error or timeout. */
-class InstanceProbe {
-  #session: RoleSession | undefined;
-  #connecting: Promise<RoleSession> | undefined;
-  #disposed = false;
-  readonly ip: string;
-  readonly name: string;
-  readonly #open: OpenSession;
-
-  constructor(ip: string, name: string, open: OpenSession) {
-    this.ip = ip;
-    this.name = name;
-    this.#open = open;
-  }
-
-  /** Asks whether the instance is writable, answering by `deadlineMs` whatever the network does. */
-  async sample(deadlineMs: number): Promise<{ role: InstanceRole; reason?: string }> {
-    if (this.#connecting) return { role: 'unreachable', reason: 'connecting' };
-    try {
-      const session = this.#session ?? (await this.#within(this.#connect(), deadlineMs, 'connect'));
-      return await this.#within(session.ask(), deadlineMs, 'query');
-    } catch (err) {
-      if (!(err instanceof Late) || err.step === 'query') this.close();
-      return { role: 'unreachable', reason: (err as Error).message };
-    }
-  }
-
-  close(): void {
-    const session = this.#session;
-    this.#session = undefined;
-    session?.destroy();
-  }
-
-  /**
-   * Closes for good: a connection still being opened is dropped once it opens (to an instance
-   * on a lost node it opens only when the node is back), or it would keep the process alive.
-   */
-  dispose(): void {
-    this.#disposed = true;
-    this.close();
-  }
-
-  #connect(): Promise<RoleSession> {
-    let session: RoleSession | undefined;
-    const connecting = this.#open(this.ip, this.name, () => {
-      if (session && this.#session === session) this.close();
-    });
-    this.#connecting = connecting.then(
-      (s) => {
-        this.#connecting = undefined;
-        this.#session = session = s;
-        if (this.#disposed) this.close();
-        return s;
-      },
-      (err: unknown) => {
-        this.#connecting = undefined;
-        throw err;
-      },
-    );
-    return this.#connecting;
-  }
-
-  async #within<T>(work: Promise<T>, deadlineMs: number, step: 'connect' | 'query'): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Late(step)), Math.max(0, deadlineMs - Date.now()));
-    });
-    try {
-      return await Promise.race([work, late]);
-    } finally {
-      clearTimeout(timer);
-      // The loser must not surface as an unhandled rejection.
-      work.catch(() => {});
-    }
-  }
-}
-
-class Late extends Error {
-  readonly step: string;
-  constructor(step: string) {
-    super(`${step} timed out`);
-    this.step = step;
-  }
-}
-
 /** Drops a connection at once: end() waits for the server, which may be gone. */
 function destroy(client: pg.Client): void {
   (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
   client.end().catch(() => {});
 }
 
-/** How often the sampler looks for instances beyond the current Pods (RoleSamplerOptions.hostSubnets). */
-const HOST_SCAN_INTERVAL_MS = 1_000;
 /** An answer that shows an address is not this Database's instance: wrong credentials, or no server. */
 const NOT_THIS_DATABASE =
   /password authentication failed|no pg_hba\.conf entry|does not exist|Access denied|ECONNREFUSED|EHOSTUNREACH/i;
 
 /**
- * Samples every instance's role every `intervalMs` from the test process (the
- * host reaches Pod IPs directly), as the credentials Secret's user (postgres:
- * database `postgres`). Each round answers within the interval: a slow
- * instance is recorded `unreachable` for that round rather than delaying it.
+ * Samples every instance's role every `intervalMs` (testenv's startRoleSampler),
+ * as the credentials Secret's user (postgres: database `postgres`).
  */
-export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSampler> {
+export async function startDatabaseSampler(opts: DatabaseSamplerOptions): Promise<RoleSampler> {
   const { client, namespace, db } = opts;
   const engine = opts.engine ?? 'postgres';
-  const interval = opts.intervalMs ?? SAMPLE_INTERVAL_MS;
   const creds = await readCredentials(client, namespace, db, opts.secretName);
   const port = opts.port ?? ENGINE_PORT[engine];
   const connectTimeoutMs = opts.connectTimeoutMs ?? 500;
@@ -733,180 +549,24 @@ export async function startRoleSampler(opts: RoleSamplerOptions): Promise<RoleSa
           keepAlive: true,
           application_name: 'regulon-role-sampler',
         });
-  const history: SampleRound[] = [];
-  // By address: a Pod's, while it has it, and any other this Database's credentials open.
-  const probes = new Map<string, InstanceProbe>();
-  let pods: InstancePod[] = await listInstancePods(client, namespace, db);
-  const subnets = opts.hostSubnets ?? REAL_NODE_POD_SUBNETS;
-  /** Which instance each address belonged to, for naming one that answers after its Pod moved on. */
-  const formerly = new Map<string, string>();
-  /** Addresses held on this host beyond the current Pods' (see RoleSamplerOptions.hostSubnets). */
-  let elsewhere: HostAddress[] = [];
-  /** Addresses (in their namespace) that turned out to be another server's, or none: not asked again. */
-  const foreign = new Set<string>();
-  let stopped = false;
-
-  // The Pod list refreshes on its own loop so a slow API call never delays a round.
-  const listing = (async () => {
-    let scannedAt = 0;
-    while (!stopped) {
-      const started = Date.now();
-      try {
-        pods = await listInstancePods(client, namespace, db, AbortSignal.timeout(5_000));
-        for (const p of pods) if (p.ip) formerly.set(p.ip, p.name);
-      } catch {
-        // Keep the last list; the next pass tries again.
-      }
-      if (subnets.length && started - scannedAt >= HOST_SCAN_INTERVAL_MS) {
-        scannedAt = started;
-        elsewhere = hostAddressesIn(subnets).filter((a) => !foreign.has(`${a.netns} ${a.ip}`));
-      }
-      await pause(Math.max(0, started + interval - Date.now()));
-    }
-  })();
-
-  const round = async (): Promise<SampleRound> => {
-    const atMs = Date.now();
-    const deadline = atMs + interval - 20;
-    const current = pods;
-    const podAt = new Map(current.flatMap((p) => (p.ip ? [[p.ip, p.name] as const] : [])));
-    const others = elsewhere.filter((a) => !podAt.has(a.ip) && !foreign.has(`${a.netns} ${a.ip}`));
-    const wanted = new Set([...podAt.keys(), ...others.map((a) => a.ip)]);
-    for (const [ip, probe] of probes) {
-      // An address no longer held, or now another instance's: the old connection is to nothing.
-      if (!wanted.has(ip) || (podAt.has(ip) && podAt.get(ip) !== probe.name)) {
-        probe.dispose();
-        probes.delete(ip);
-      }
-    }
-    const ask = (ip: string, name: string) => {
-      let probe = probes.get(ip);
-      if (!probe) probes.set(ip, (probe = new InstanceProbe(ip, name, open)));
-      return probe.sample(deadline);
-    };
-    const instances = await Promise.all(
-      current.map(async (pod): Promise<InstanceSample> => {
-        if (!pod.ip) return { name: pod.name, ip: undefined, role: 'unreachable', reason: 'no Pod IP' };
-        return { name: pod.name, ip: pod.ip, ...(await ask(pod.ip, pod.name)) };
-      }),
-    );
-    // What answers at an address no current Pod has is an instance all the same: a container
-    // that outlived its Pod object. One that refuses this Database's credentials is another's.
-    const outliving = await Promise.all(
-      others.map(async (a): Promise<InstanceSample | undefined> => {
-        const name = `${formerly.get(a.ip) ?? 'unknown'} (no current Pod at ${a.ip})`;
-        const answer = await ask(a.ip, name);
-        if (answer.role === 'unreachable' && NOT_THIS_DATABASE.test(answer.reason ?? '')) {
-          foreign.add(`${a.netns} ${a.ip}`);
-          probes.get(a.ip)?.dispose();
-          probes.delete(a.ip);
-          return undefined;
-        }
-        return answer.role === 'unreachable' ? undefined : { name, ip: a.ip, ...answer };
-      }),
-    );
-    instances.push(...outliving.filter((i) => i !== undefined));
-    return {
-      atMs,
-      tookMs: Date.now() - atMs,
-      instances,
-      writable: instances.filter((i) => i.role === 'writable').map((i) => i.name),
-    };
-  };
-
-  const sampling = (async () => {
-    while (!stopped) {
-      const r = await round();
-      history.push(r);
-      await pause(Math.max(0, r.atMs + interval - Date.now()));
-    }
-  })();
-
-  const sampler: RoleSampler = {
-    rounds: () => history,
-    waitForRound: (what, check, timeoutMs) => {
-      const from = history.length;
-      return eventually(what, () => history.slice(from).find(check), timeoutMs, interval / 2);
-    },
-    stop: async () => {
-      stopped = true;
-      await Promise.all([sampling, listing]);
-      for (const probe of probes.values()) probe.dispose();
-      probes.clear();
-      return summarise(history);
-    },
-    [Symbol.asyncDispose]: async () => {
-      await sampler.stop();
-    },
-  };
-  return sampler;
+  return startRoleSampler({
+    listInstances: (signal) => listInstancePods(client, namespace, db, signal),
+    open,
+    notThisSet: NOT_THIS_DATABASE,
+    ...(opts.intervalMs !== undefined ? { intervalMs: opts.intervalMs } : {}),
+    ...(opts.hostSubnets !== undefined ? { hostSubnets: opts.hostSubnets } : {}),
+  });
 }
 
-export function summarise(history: readonly SampleRound[]): SamplerSummary {
-  const writableSequence: string[] = [];
-  const noWritableSpans: SamplerSummary['noWritableSpans'] = [];
-  let open: { fromMs: number; toMs: number | undefined } | undefined;
-  const splitBrainSpans: SamplerSummary['splitBrainSpans'] = [];
-  let previousAt: number | undefined;
-  for (const r of history) {
-    if (r.writable.length > 1) {
-      const who = r.instances
-        .filter((i) => i.role === 'writable')
-        .map((i) => `${i.name}@${i.ip}`)
-        .sort();
-      const last = splitBrainSpans.at(-1);
-      if (last && last.toMs === previousAt && last.writable.join() === who.join()) {
-        last.toMs = r.atMs;
-        last.rounds++;
-      } else splitBrainSpans.push({ fromMs: r.atMs, toMs: r.atMs, rounds: 1, writable: who });
-    }
-    previousAt = r.atMs;
-    for (const name of r.writable) if (writableSequence.at(-1) !== name) writableSequence.push(name);
-    if (r.writable.length === 0 && !open) noWritableSpans.push((open = { fromMs: r.atMs, toMs: undefined }));
-    if (r.writable.length > 0 && open) {
-      open.toMs = r.atMs;
-      open = undefined;
-    }
-  }
-  return {
-    rounds: history.length,
-    firstAtMs: history[0]?.atMs,
-    lastAtMs: history.at(-1)?.atMs,
-    maxWritableAtOnce: largest(history.map((r) => r.writable.length)),
-    splitBrainRounds: history
-      .filter((r) => r.writable.length > 1)
-      .map((r) => ({ atMs: r.atMs, writable: r.writable })),
-    splitBrainSpans,
-    writableSequence,
-    noWritableSpans,
-    maxRoundMs: largest(history.map((r) => r.tookMs)),
-  };
-}
+// ---------------------------------------------------------------------------
+// Row counts
 
-/**
- * The split-brain stretches in a line, times from `fromMs`: "mdb-0@10.0.0.5 and mdb-2@10.0.0.7
- * from +3.2 s to +4.0 s (5 rounds)". CI keeps a failure's first lines: this goes first.
- */
-export function describeSplitBrain(summary: SamplerSummary, fromMs: number): string {
-  const at = (ms: number) => `+${((ms - fromMs) / 1000).toFixed(1)} s`;
-  return summary.splitBrainSpans
-    .map((s) => `${s.writable.join(' and ')} from ${at(s.fromMs)} to ${at(s.toMs)} (${s.rounds} rounds)`)
-    .join('; ');
-}
-
-/** Math.max without spreading (a long run's arrays exceed the argument limit); 0 when empty. */
+/** Math.max without spreading (a large set exceeds the argument limit); 0 when empty. */
 function largest(values: Iterable<number>): number {
   let max = 0;
   for (const v of values) if (v > max) max = v;
   return max;
 }
-
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-// ---------------------------------------------------------------------------
-// Row counts
 
 export interface CountRowsOptions {
   client: KubeClient;
@@ -1051,15 +711,4 @@ export async function readReplicaRows(opts: Omit<CountRowsOptions, 'host'>): Pro
 /** Acknowledged ids missing from `present`: the acknowledged writes lost. */
 export function lostWrites(acked: Iterable<number>, present: ReadonlySet<number>): number[] {
   return [...acked].filter((id) => !present.has(id));
-}
-
-/** When an Event last occurred (epoch ms): its series' latest occurrence, else its own time. */
-export function lastOccurred(x: EventsV1Event): number {
-  return new Date(
-    x.series?.lastObservedTime ??
-      x.eventTime ??
-      x.deprecatedLastTimestamp ??
-      x.metadata?.creationTimestamp ??
-      0,
-  ).getTime();
 }
