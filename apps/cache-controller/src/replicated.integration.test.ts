@@ -760,9 +760,18 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
           c
         );
       },
-      120_000,
+      // Usually within 30 s; CI once waited past 120 s, with nothing said. The replica resyncs in
+      // full from the restarted primary, its transfer bounded by repl-timeout (5 s): under load a
+      // try may time out and be retried. The status and the replica's own log say which.
+      300_000,
       250,
-    );
+    ).catch(async (err: Error) => {
+      const c = await ledger().catch(() => undefined);
+      err.message +=
+        `\nstatus: ${JSON.stringify(c?.status?.instances)} ${JSON.stringify(c?.status?.conditions?.map((x) => `${x.type}=${x.status} ${x.reason}: ${x.message}`))}` +
+        `\n${replica}'s log: ${(await kubectl(['logs', replica, '-c', 'redis', '--tail=30']).catch((e: Error) => e.message)).slice(-3000)}`;
+      throw err;
+    });
     assert.equal(after.status?.currentPrimary, primary, 'nothing failed over: the replica was hung');
     const replicaIp = (await pods().get(replica, { namespace: ns })).status!.podIP!;
     const onReplica = Number(await ask(replicaIp, ['EXISTS', ...acked], ledgerPassword));
