@@ -1,6 +1,6 @@
 // A project's `test` script: node's built-in runner with a readable spec report
 // on stdout and a JUnit report for the run's summary (REGULON_TEST_RESULTS).
-//   node ../../tools/scripts/node-test.ts [--cluster] [--concurrency=N] [--slowest-first=F,...] [--alone=F,...] [globs...]
+//   node ../../tools/scripts/node-test.ts [--cluster] [--concurrency=N] [--slowest-first=F,...] [--alone=F,...] [--test-name-pattern=RE] [globs...]
 // --cluster runs the tests against one real control plane (regulon-testenv exec
 // reuses the run's control plane when there is one, or starts one).
 // --concurrency=N runs N test files at once (node's default is the cores less
@@ -14,6 +14,8 @@
 // --alone=F,... runs those files first, one by one with nothing beside them, then
 // the rest N at once: a file that measures the machine (a benchmark's harness)
 // needs it quiet, and the others need not wait for each other on its account.
+// --test-name-pattern=RE runs only the tests whose name (or a suite's) matches,
+// as node's own flag does: one scenario of a long suite, with the tests it needs.
 import { createWriteStream, globSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +33,7 @@ if (concurrency !== undefined && !/^[1-9]\d*$/.test(concurrency))
   throw new Error(`--concurrency takes a positive whole number, not "${concurrency}"`);
 const slowest = option('slowest-first')?.split(',') ?? [];
 const alone = option('alone')?.split(',') ?? [];
+const namePattern = option('test-name-pattern');
 const globs = args.filter((a) => !a.startsWith('--'));
 
 // Under --cluster, this script runs again inside `regulon-testenv exec`, which
@@ -58,7 +61,12 @@ const results = process.env['REGULON_TEST_RESULTS'] ?? tmpdir();
 const report = name.replace(/[@/]/g, '_');
 /** Runs `files` N at once; resolves once their spec report is written (JUnit to `<report><part>.xml`). */
 const runFiles = async (files: string[], n: number | undefined, part: string) => {
-  const stream = runTests({ files, timeout: 600_000, ...(n ? { concurrency: n } : {}) });
+  const stream = runTests({
+    files,
+    timeout: 600_000,
+    ...(n ? { concurrency: n } : {}),
+    ...(namePattern ? { testNamePatterns: [namePattern] } : {}),
+  });
   stream.on('test:fail', () => {
     process.exitCode = 1;
   });

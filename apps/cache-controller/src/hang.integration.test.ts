@@ -1,21 +1,31 @@
-// Replicated redis on the real node when what hangs is not reported by the
-// kubelet: the primary's processes stopped (SIGSTOP), and the leader manager
-// frozen right after it records a failover while a second manager takes over.
+// Replicated redis on the real node under faults the kubelet does not report:
+// the primary's processes stopped (SIGSTOP); the primary isolated from its
+// replicas, both managers and the API server while its clients still reach it;
+// and the leader manager frozen right after it records a failover while a
+// second manager takes over.
 // Two manager processes elect a leader over a Lease; a writer in a client Pod
 // writes through the client Service; the sampler asks every instance (and every
 // other address on the host) for its role every 200 ms. Invariants: never two
 // masters; the acknowledged writes the new primary lacks are counted, and may
-// only be the last second's before the fault (replication is asynchronous); one
-// failover and one promotion; the resumed manager writes nothing.
+// only be the last second's before the fault, or, isolated, what the primary
+// acknowledged before it refused (replication is asynchronous); one failover
+// and one promotion; the resumed manager writes nothing.
 //   npx regulon-testenv exec -- node --test apps/cache-controller/src/hang.integration.test.ts
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import type { EventsV1Event } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
-import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
+import {
+  apiServerAddresses,
+  PRIMARY_LEASE_SECONDS,
+  startManagerProcess,
+  stopManagerProcess,
+} from '@regulon/conventions';
 import {
   containerProcessTrees,
+  cutOffFromPod,
+  cutPodOffFrom,
   describeSplitBrain,
   eventually,
   occurrencesSince,
@@ -23,8 +33,10 @@ import {
   resumeUntilExit,
   loadImagesIntoRealNode,
   localImageCatalog,
+  podSandboxPid,
   start,
   stopProcess,
+  type Partition,
   type RoleSampler,
   type TestEnv,
 } from '@regulon/testenv';
@@ -35,11 +47,16 @@ import { longestGap, redisUnderTest, settled, type RedisUnderTest } from './test
 const NAME = 'hot';
 /** The managers' Lease. */
 const LEADER_LEASE = 'regulon-manager';
+/**
+ * The group both manager processes run in, which the isolation cuts off from the primary's Pod
+ * (see cutOffFromPod); the replicated file, which may run beside this one, has its own.
+ */
+const MANAGERS_GID = 64_245;
 /** Short, so that the takeover is quick; the ratios are client-go's defaults' (15 s, 10 s, 2 s). */
 const ELECTION = { leaseDurationMs: 6_000, renewDeadlineMs: 4_000, retryPeriodMs: 1_000 };
 
 describe(
-  'replicated redis: a hung primary, and the leader manager frozen mid-failover',
+  'replicated redis: a hung primary, an isolated primary, and the leader manager frozen mid-failover',
   { timeout: 12 * 60_000 },
   () => {
     let env: TestEnv;
@@ -69,7 +86,7 @@ describe(
             options: { catalog, instanceAgentImage: image.ref },
             leaderElection: { enabled: true, namespace: ns, name: LEADER_LEASE, identity, ...ELECTION },
           },
-          process.getgid!(),
+          MANAGERS_GID,
         ),
       }));
       cache = redisUnderTest(env, client, ns, NAME);
@@ -144,6 +161,100 @@ describe(
           } catch {
             // Killed by the fence, as it should be.
           }
+      }
+    });
+
+    test('the primary isolated from its replicas, both managers and the API server, its clients still connected: it refuses writes (NOREPLICAS), its agent stops it before its Lease can expire, a replica takes over; never two masters; what it acknowledged alone is lost, within the Lease', async (t) => {
+      const before = await cache.until('settled', (c) => settled(c), 240_000);
+      const primary = before.status!.currentPrimary!;
+      const sampler = await cache.sampler(samplers);
+      await sampler.waitForRound('the primary a master', (r) => r.writable.join() === primary, 30_000);
+      const writer = cache.startWriter(90, 'isolated');
+      await writer.waitForAcks(50, 60_000);
+      const primaryIp = await cache.ipOf(primary);
+      const replicaIps = await Promise.all(
+        before.status!.instances!.filter((i) => i.name !== primary).map((i) => cache.ipOf(i.name)),
+      );
+      // Both managers, in their group, lose the primary's Pod alone; inside it every packet to and
+      // from the replicas and the API server is dropped. The writer's Pod, and this test's sampler,
+      // still reach it.
+      const cuts: Partition[] = [
+        cutOffFromPod(MANAGERS_GID, primaryIp),
+        cutPodOffFrom(podSandboxPid(await cache.uidOf(primary)), [
+          ...replicaIps,
+          ...(await apiServerAddresses(client)),
+        ]),
+      ];
+      const cutAt = Date.now();
+      const heal = () => {
+        for (const cut of cuts.splice(0)) cut.heal();
+      };
+      try {
+        const takenOver = await sampler
+          .waitForRound('a replica a master', (r) => r.writable.some((w) => w !== primary), 90_000)
+          .catch(async (err: Error) => {
+            err.message += `\nevents: ${await cache.timeline(cutAt)}`;
+            throw err;
+          });
+        const newPrimary = takenOver.writable.find((w) => w !== primary)!;
+        heal();
+        const healedAt = Date.now();
+        await writer.waitForAckAfter(takenOver.atMs, 60_000);
+        const rejoined = await cache.until(
+          `every instance replicating again, ${primary} a replica of ${newPrimary}`,
+          (c) => settled(c) && c.status?.currentPrimary === newPrimary,
+          180_000,
+        );
+        const writes = await writer.stop();
+        const summary = await sampler.stop();
+        assert.equal(
+          summary.maxWritableAtOnce,
+          1,
+          `never two masters, but: ${describeSplitBrain(summary, cutAt)}`,
+        );
+        // The clients on its side were refused, not cut off: redis said why.
+        const refused = writes.find((w) => w.at > cutAt && /NOREPLICAS/.test(w.reply));
+        assert.ok(
+          refused,
+          `the isolated primary refused a write with NOREPLICAS; replies after the cut: ${[
+            ...new Set(writes.filter((w) => w.at > cutAt).map((w) => w.reply)),
+          ].join(' | ')}`,
+        );
+        const lost = await cache.lost(writes);
+        const acked = writes.filter((w) => w.acked);
+        const lostBefore = lost.filter((w) => w.at < cutAt - 1_000);
+        if (lostBefore.length > 0) {
+          const info = async (pod: string) => {
+            const ip = await cache.ipOf(pod);
+            const answer = await cache.ask(ip, ['INFO', 'server']).catch((e: Error) => e.message);
+            const repl = await cache.ask(ip, ['INFO', 'replication']).catch((e: Error) => e.message);
+            const uptime = /uptime_in_seconds:\d+/.exec(String(answer))?.[0];
+            return `${pod} ${uptime} ${String(repl).replace(/\r?\n/g, ' ')}; holds ${await cache.present(ip, lostBefore)} of the lost`;
+          };
+          assert.fail(
+            `${lostBefore.length} writes acknowledged before the cut lost (the first +${((lostBefore[0]!.at - cutAt) / 1000).toFixed(1)} s, ${lost.length} lost in all)\n` +
+              `${(await Promise.all(rejoined.status!.instances!.map((i) => info(i.name)))).join('\n')}\n` +
+              `events: ${await cache.timeline(cutAt - 10_000)}`,
+          );
+        }
+        // Asynchronous: what it acknowledged before it refused is lost. All of it came before its
+        // Lease could expire (its last renewal came before the cut).
+        assert.deepEqual(
+          lost.filter((w) => w.at > cutAt + PRIMARY_LEASE_SECONDS * 1000).map((w) => w.key),
+          [],
+          `writes lost that ${primary} acknowledged after its Lease could expire`,
+        );
+        const lastLost = Math.max(cutAt, ...lost.map((w) => w.at));
+        t.diagnostic(
+          `primary isolated: ${primary} refused writes (NOREPLICAS) +${((refused.at - cutAt) / 1000).toFixed(1)} s; ` +
+            `${newPrimary} a master +${((takenOver.atMs - cutAt) / 1000).toFixed(1)} s; write outage ${(longestGap(acked) / 1000).toFixed(1)} s; ` +
+            `${lost.length} of ${acked.length} acknowledged writes lost, the last acknowledged +${((lastLost - cutAt) / 1000).toFixed(1)} s after the cut; ` +
+            `every instance replicating ${((Date.now() - healedAt) / 1000).toFixed(1)} s after healing; Ready: ${rejoined.status?.conditions?.find((c) => c.type === 'Ready')?.message}`,
+        );
+        if (takenOver.atMs - cutAt > 30_000) t.diagnostic(`primary isolated: ${await cache.timeline(cutAt)}`);
+      } finally {
+        heal();
+        await writer.stop();
       }
     });
 

@@ -24,9 +24,9 @@ import {
   start,
   type TestEnv,
 } from '@regulon/testenv';
-import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
+import { apiServerAddresses, startManagerProcess, stopManagerProcess } from '@regulon/conventions';
 import { Cache, type CacheObject } from './api.ts';
-import { apiServerAddresses, cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
+import { cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
 import { setupCacheController } from './index.ts';
 import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
 import { REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';

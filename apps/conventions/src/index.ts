@@ -12,6 +12,7 @@ export type { Phase } from './phase.ts';
 export { rolledOut } from './rollout.ts';
 export type { Workload } from './rollout.ts';
 export * from './replication/index.ts';
+export { apiServerAddresses, EndpointSlices } from './testing/api-server.ts';
 export {
   runManagerProcess,
   startManagerProcess,

@@ -1,8 +1,8 @@
 // Faults the kubelet does not report, for tests on the real node: a process
-// on this host cut off from the Pods while the API server (on loopback) stays
-// reachable, as a manager on the wrong side of a partition; a process cut off
-// from the API server; and the loss of the second real node (its kubelet
-// stopped, its Pods cut off).
+// on this host cut off from the Pods (or from one Pod) while the API server
+// (on loopback) stays reachable, as a manager on the wrong side of a
+// partition; a process cut off from the API server; and the loss of the
+// second real node (its kubelet stopped, its Pods cut off).
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { NETNS_DIR, sh } from './host.ts';
@@ -37,6 +37,16 @@ export interface PodPartition extends Partition {
 export function cutOffFromPods(gid: number): Partition {
   // Both real nodes' Pods (10.245.0.0/24 and 10.245.1.0/24).
   return dropFromGroup(gid, ['-d', SECOND_NODE.clusterCIDR]);
+}
+
+/**
+ * Drops what a process of group `gid` sends to one Pod's address alone, as
+ * {@link cutOffFromPods} does to them all: a manager that still reaches every
+ * other instance, and the API server, while one instance is on the far side
+ * of a partition from it.
+ */
+export function cutOffFromPod(gid: number, podIp: string): Partition {
+  return dropFromGroup(gid, ['-d', `${podIp}/32`]);
 }
 
 /**

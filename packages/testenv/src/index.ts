@@ -39,6 +39,7 @@ export {
 export { ensureDebianPackages, missingDebianPackages, type DebianPackagesOptions } from './debian.ts';
 export { ensureNodeBinaries, type NodeBinaries } from './binaries.ts';
 export {
+  cutOffFromPod,
   cutOffFromPods,
   cutOffFromApiServer,
   faultsUnsupported,

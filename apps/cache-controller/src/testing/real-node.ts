@@ -1,10 +1,10 @@
 // What the real-node tests of the Cache share: the client image and its Pod,
-// kubectl in the test's namespace, where a Service sends connections, and
-// where the Pods reach the API server.
+// kubectl in the test's namespace, and where a Service sends connections.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { V1EndpointSlice, V1EnvVar, V1Pod } from '@kubernetes/client-node';
-import { Kinds, type KubeClient, type ResourceType } from '@regulon/client';
+import type { V1EnvVar, V1Pod } from '@kubernetes/client-node';
+import type { KubeClient } from '@regulon/client';
+import { EndpointSlices } from '@regulon/conventions';
 import type { Condition } from '@regulon/runtime';
 import type { TestEnv } from '@regulon/testenv';
 import type { CacheObject } from '../api.ts';
@@ -13,14 +13,6 @@ const run = promisify(execFile);
 
 /** redis-cli, bash and coreutils (tools/images/recipes/client.sh). */
 export const CLIENT_IMAGE = 'regulon.local/client:12';
-
-export const EndpointSlices: ResourceType<V1EndpointSlice> = Object.freeze({
-  group: 'discovery.k8s.io',
-  version: 'v1',
-  kind: 'EndpointSlice',
-  plural: 'endpointslices',
-  namespaced: true,
-});
 
 export const cond = (c: CacheObject, type: string): Condition | undefined =>
   c.status?.conditions?.find((x) => x.type === type);
@@ -67,16 +59,4 @@ export async function serviceTargets(client: KubeClient, ns: string, service: st
     .filter((e) => e.conditions?.ready !== false)
     .flatMap((e) => (e.targetRef?.uid ? [e.targetRef.uid] : []))
     .sort();
-}
-
-/** What the Pods dial for the API server: the kubernetes Service's address, and the addresses behind it. */
-export async function apiServerAddresses(client: KubeClient): Promise<string[]> {
-  const api = await client.resource(Kinds.Service).get('kubernetes', { namespace: 'default' });
-  const slices = await client
-    .resource(EndpointSlices)
-    .list({ namespace: 'default', labelSelector: 'kubernetes.io/service-name=kubernetes' });
-  return [
-    api.spec!.clusterIP!,
-    ...slices.items.flatMap((s) => s.endpoints?.flatMap((e) => e.addresses) ?? []),
-  ];
 }

@@ -20,12 +20,13 @@ import {
 import { Cache, type CacheObject } from '../api.ts';
 import { clientPod, cond, kubectlIn } from './real-node.ts';
 
-/** One write of the writer: its key and number, when it finished (ms), and whether the server acknowledged it. */
+/** One write of the writer: its key and number, when it finished (ms), whether the server acknowledged it, and what came back. */
 export interface Write {
   key: string;
   n: number;
   at: number;
   acked: boolean;
+  reply: string;
 }
 
 /** A writer under way (redisUnderTest().startWriter). */
@@ -42,8 +43,9 @@ export interface RedisWriter {
 }
 
 const parseWrite = (line: string, prefix: string): Write => {
-  const [n, at, ...reply] = line.split(' ');
-  return { key: `${prefix}${n}`, n: Number(n), at: Number(at), acked: reply.join(' ') === 'OK' };
+  const [n, at, ...words] = line.split(' ');
+  const reply = words.join(' ');
+  return { key: `${prefix}${n}`, n: Number(n), at: Number(at), acked: reply === 'OK', reply };
 };
 
 /** Every instance replicating: the status describes the spec, Ready, and each instance primary or linked. */

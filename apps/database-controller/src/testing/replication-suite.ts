@@ -2,7 +2,8 @@
 // (the real node, the engine's Debian image through the image catalog), with
 // the Database controller in a Manager on this host: one primary and
 // replicas, Services that select by role, failover when the primary is lost
-// (Pod, process, volume), switchover on request, a manager stopped half-way
+// (Pod, process, volume, a hang, an isolation from everything but its
+// clients), switchover on request, a manager stopped half-way
 // through a failover, scaling with a clone, synchronous replication losing
 // nothing, a minor upgrade that moves the primary once, and never two
 // writable instances. Each engine's test file describes what differs (its
@@ -12,13 +13,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as cadence } from 'node:timers/promises';
-import type { EventsV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
-import { isNotFound, KubeClient, Kinds, type ResourceType } from '@regulon/client';
+import type { EventsV1Event, V1Pod } from '@kubernetes/client-node';
+import { isNotFound, KubeClient, Kinds } from '@regulon/client';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { type Manager, type Condition, testManager } from '@regulon/runtime';
-import { startManagerProcess, stopManagerProcess } from '@regulon/conventions';
+import {
+  apiServerAddresses,
+  EndpointSlices,
+  PRIMARY_LEASE_SECONDS,
+  startManagerProcess,
+  stopManagerProcess,
+} from '@regulon/conventions';
 import {
   cutOffFromApiServer,
+  cutOffFromPod,
   cutOffFromPods,
   cutPodOffFrom,
   eventually,
@@ -127,13 +135,6 @@ export function statusSummary(status: DatabaseObject['status']): string[] {
   ];
 }
 
-const EndpointSlices: ResourceType<V1EndpointSlice> = Object.freeze({
-  group: 'discovery.k8s.io',
-  version: 'v1',
-  kind: 'EndpointSlice',
-  plural: 'endpointslices',
-  namespaced: true,
-});
 const gone = (read: () => Promise<unknown>) => () =>
   read().then(
     () => false,
@@ -258,6 +259,23 @@ export function describeReplication(e: EngineUnderTest): void {
       mgr = testManager(env.kubeConfig, { namespace: ns, events: { burst: 1000 } });
       setupDatabaseController(mgr, { imageCatalog: catalog, instanceAgentImage: agentImage });
       running = mgr.start();
+    };
+    /**
+     * The manager moved into a process of its own, in the group a partition cuts off (see
+     * CUT_OFF_GIDS): it starts with no memory, as a new manager does. startManager() brings it back.
+     */
+    const managerInItsOwnProcess = async () => {
+      mgr.stop();
+      await running;
+      return startManagerProcess(
+        new URL('./manager-process.ts', import.meta.url),
+        {
+          kubeconfigPath: env.kubeconfigPath,
+          namespace: ns,
+          options: { catalog: catalogDocument, instanceAgentImage: agentImage },
+        },
+        CUT_OFF_GIDS[engine],
+      );
     };
     /** Who the primary Lease names (the agents hold it), or undefined when it names nobody. */
     const leaseHolder = async () =>
@@ -493,17 +511,7 @@ export function describeReplication(e: EngineUnderTest): void {
         .sort();
       // The manager moves into a process of its own, in the group the partition cuts off; it starts
       // with no memory, so it is also a new manager's first look. The API server stays reachable.
-      mgr.stop();
-      await running;
-      const child = startManagerProcess(
-        new URL('./manager-process.ts', import.meta.url),
-        {
-          kubeconfigPath: env.kubeconfigPath,
-          namespace: ns,
-          options: { catalog: catalogDocument, instanceAgentImage: agentImage },
-        },
-        CUT_OFF_GIDS[engine],
-      );
+      const child = await managerInItsOwnProcess();
       const partition = cutOffFromPods(CUT_OFF_GIDS[engine]);
       const cutAt = Date.now();
       const sampler = await startDatabaseSampler({ client, namespace: ns, db: NAME, engine });
@@ -591,27 +599,8 @@ export function describeReplication(e: EngineUnderTest): void {
         return t.skip('no instance agent: the instances never ask the API server anything');
       const before = await until('healthy before the outage', healthy);
       const primary = before.status!.currentPrimary!;
-      // What the Pods dial for the API server: the kubernetes Service, and the addresses behind it.
-      const api = await client.resource(Kinds.Service).get('kubernetes', { namespace: 'default' });
-      const apiAddresses = [
-        api.spec!.clusterIP!,
-        ...(
-          await client
-            .resource(EndpointSlices)
-            .list({ namespace: 'default', labelSelector: 'kubernetes.io/service-name=kubernetes' })
-        ).items.flatMap((sl) => sl.endpoints?.flatMap((x) => x.addresses) ?? []),
-      ];
-      mgr.stop();
-      await running;
-      const child = startManagerProcess(
-        new URL('./manager-process.ts', import.meta.url),
-        {
-          kubeconfigPath: env.kubeconfigPath,
-          namespace: ns,
-          options: { catalog: catalogDocument, instanceAgentImage: agentImage },
-        },
-        CUT_OFF_GIDS[engine],
-      );
+      const apiAddresses = await apiServerAddresses(client);
+      const child = await managerInItsOwnProcess();
       const cuts: Partition[] = [];
       const sampler = await startDatabaseSampler({ client, namespace: ns, db: NAME, engine });
       let cutAt = 0;
@@ -945,6 +934,77 @@ export function describeReplication(e: EngineUnderTest): void {
           } catch {
             // Killed by the fence, as it should be.
           }
+      }
+    });
+
+    test('asynchronous replication, the primary isolated from its standbys, the manager and the API server, its clients still connected: its agent stops it before its Lease can expire, a standby takes over, never two writable; what it acknowledged alone is lost, counted and within the Lease', async (t) => {
+      // The manager moves into a process of its own, cut off from the primary's Pod alone; inside that
+      // Pod every packet to and from the standbys and the API server is dropped. The writer's Pod, and
+      // the test's sampler, still reach it: the clients are on the primary's side of the partition.
+      if (!e.instanceAgent) return t.skip('no instance agent: nothing in the Pod stops an isolated primary');
+      const discardedBefore = new Map(
+        (await get()).status?.instances?.map((i) => [i.name, i.discarded]) ?? [],
+      );
+      const child = await managerInItsOwnProcess();
+      const cuts: Partition[] = [];
+      let cutAt = 0;
+      let old = '';
+      const heal = () => {
+        for (const cut of cuts.splice(0)) cut.heal();
+      };
+      try {
+        const apiAddresses = await apiServerAddresses(client);
+        const { lost, primary } = await underLoad(
+          t,
+          'primary isolated',
+          async (primary) => {
+            old = primary;
+            const instances = await Promise.all(
+              (await get()).status!.instances!.map((i) => pods().get(i.name, { namespace: ns })),
+            );
+            const primaryPod = instances.find((p) => p.metadata!.name === primary)!;
+            const standbyIps = instances.filter((p) => p !== primaryPod).map((p) => p.status!.podIP!);
+            cuts.push(cutOffFromPod(CUT_OFF_GIDS[engine], primaryPod.status!.podIP!));
+            cuts.push(
+              cutPodOffFrom(podSandboxPid(primaryPod.metadata!.uid!), [...standbyIps, ...apiAddresses]),
+            );
+            cutAt = Date.now();
+            // Healed once a standby is the primary: the isolated one was stopped by then (its agent,
+            // or the manager's fence through the kubelet, which still reaches it). Healed sooner, the
+            // fenced primary would restart in place and serve again, with nothing to fail over.
+            await until(
+              'a standby promoted while the primary is isolated',
+              (db) => !!db.status?.currentPrimary && db.status.currentPrimary !== primary,
+              120_000,
+            );
+            heal();
+          },
+          true,
+        );
+        // Asynchronous: what the isolated primary acknowledged that no standby received is lost. Its
+        // agent cannot renew the Lease, and stops it before the Lease can expire: every lost write
+        // was acknowledged before then (the last renewal came before the cut).
+        // The writer, on the primary's side, was acknowledged by it after the cut (the premise).
+        assert.ok(lost.length > 0, `no write lost: did the writer reach the isolated ${old}?`);
+        const acks = new Map((await writer!.log()).acks.map((a) => [a.id, a.atMs]));
+        const bound = cutAt + PRIMARY_LEASE_SECONDS * 1000;
+        const late = lost.filter((id) => (acks.get(id) ?? 0) > bound);
+        assert.deepEqual(late, [], `writes lost that ${old} acknowledged after its Lease could expire`);
+        const lastLost = Math.max(cutAt, ...lost.map((id) => acks.get(id) ?? cutAt));
+        const reported = (await get()).status?.instances?.find((i) => i.name === old)?.discarded;
+        if (lost.length > 0)
+          assert.ok(
+            reported && reported !== discardedBefore.get(old),
+            `${old} rejoined: its status says what it discarded (${reported})`,
+          );
+        t.diagnostic(
+          `primary isolated (asynchronous): ${old} -> ${primary}; ${lost.length} acknowledged writes lost, the last acknowledged ` +
+            `+${((lastLost - cutAt) / 1000).toFixed(1)} s after the cut (bound ${PRIMARY_LEASE_SECONDS} s); discarded: ${reported ?? 'nothing'}`,
+        );
+      } finally {
+        heal();
+        await stopManagerProcess(child);
+        startManager();
       }
     });
 
