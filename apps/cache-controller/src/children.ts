@@ -42,7 +42,12 @@ import {
 } from './names.ts';
 import { replicatedRedisScript, TOPOLOGY_MOUNT } from './replication/start-script.ts';
 import { MEMBERS_KEY, topologyData, type Topology } from '@regulon/conventions';
-import { REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
+import {
+  REDIS_METRICS_COMMAND,
+  REDIS_METRICS_PORT,
+  REDIS_QUORUM_COMMAND,
+  REDIS_ROLE_COMMAND,
+} from './replication/agent.ts';
 import { DEFAULT_MEMCACHED_USER, ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
 import type { ImageCatalog } from '@regulon/image-catalog';
 
@@ -306,6 +311,7 @@ function podTemplate(
         lease: n.primaryLease,
         roleCommand: REDIS_ROLE_COMMAND,
         quorumCommand: REDIS_QUORUM_COMMAND,
+        metrics: { port: REDIS_METRICS_PORT, engine: 'redis', command: REDIS_METRICS_COMMAND },
         image: agentImage,
         securityContext: restrictedContainerSecurityContext(),
       })

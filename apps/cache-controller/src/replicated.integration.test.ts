@@ -2,10 +2,12 @@
 // catalog): one primary behind the client Service, replicas behind `-ro`, and
 // the manager's failover when the primary's Pod is deleted under a write load.
 // A writer in a client Pod writes through the client Service; a sampler on
-// the host asks every instance's ROLE every 200 ms. Figures (outage, keys
+// the host asks every instance's ROLE every 200 ms. Each instance's agent
+// publishes redis's metrics, scraped from the host. Figures (outage, keys
 // lost, time until every instance replicates again) are test diagnostics:
 //   npx regulon-testenv exec -- npx node --test apps/cache-controller/src/replicated.integration.test.ts
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
@@ -29,7 +31,7 @@ import { Cache, type CacheObject } from './api.ts';
 import { cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
 import { setupCacheController } from './index.ts';
 import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
-import { REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
+import { REDIS_METRICS_PORT, REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
 import {
   askRedis,
   isRedisServer,
@@ -52,6 +54,11 @@ const FAILOVER_DELAY_S = 10;
 const PARTITION_S = 2 * FAILOVER_DELAY_S;
 /** The group a manager process runs in when a test cuts it off from the Pods (see cutOffFromPods). */
 const CUT_OFF_GID = 64_244;
+/**
+ * The most one scrape may spend reading redis (INFO, one command, a fork of redis-cli): the agent
+ * gives up at 2 s (SCRAPE_TIMEOUT_MS); this is what a healthy instance must stay well under.
+ */
+const SCRAPE_BOUND_MS = 500;
 /** How long the API-server scenario keeps the API server from the manager and the instances. */
 const API_OUTAGE_S = 60;
 
@@ -261,6 +268,85 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
         p.metadata!.name === primary ? 'primary' : 'replica',
       );
     assert.equal(await inContainer(primary, REDIS_QUORUM_COMMAND), `${REPLICAS} ${REPLICAS}`);
+  });
+
+  test("each instance's agent publishes redis's metrics on the metrics port: redis_exporter's series with the instance's role, the primary's replicas and their offsets, each replica's link; a scrape takes milliseconds", async (t) => {
+    assert.ok(password, 'the first test ran');
+    const c = await eventually('settled', async () => settled(await get()) && get());
+    const primary = c.status!.currentPrimary!;
+    const list = await instancePods();
+    const scrape = async (ip: string) => {
+      const res = await fetch(`http://${ip}:${REDIS_METRICS_PORT}/metrics`, {
+        signal: AbortSignal.timeout(5_000),
+      });
+      assert.equal(res.status, 200);
+      return res.text();
+    };
+    /** The value of the one series `name{…}` whose labels include `labels`. */
+    const seriesValue = (text: string, name: string, labels: Record<string, string>) => {
+      const found = text
+        .split('\n')
+        .filter(
+          (l) =>
+            l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)),
+        );
+      assert.equal(found.length, 1, `one ${name} with ${JSON.stringify(labels)} in:\n${text}`);
+      return Number(found[0]!.split(' ').at(-1));
+    };
+    for (const p of list) {
+      const name = p.metadata!.name!;
+      const role = name === primary ? 'primary' : 'replica';
+      assert.ok(
+        p.spec!.containers[0]!.ports!.some(
+          (x) => x.name === 'metrics' && x.containerPort === REDIS_METRICS_PORT,
+        ),
+        `${name} names its metrics port`,
+      );
+      const text = await scrape(p.status!.podIP!);
+      assert.equal(seriesValue(text, 'redis_up', { role }), 1, `${name}: redis_up`);
+      assert.ok(seriesValue(text, 'redis_db_keys', { db: 'db0', role }) >= 1, `${name} holds the greeting`);
+      assert.match(
+        text,
+        new RegExp(`^regulon_instance_primary_lease_held ${role === 'primary' ? 1 : 0}$`, 'm'),
+      );
+      if (role === 'primary') {
+        assert.equal(seriesValue(text, 'redis_connected_slaves', { role }), REPLICAS - 1);
+        const offset = seriesValue(text, 'redis_master_repl_offset', { role });
+        for (const r of list.filter((x) => x !== p))
+          assert.ok(
+            seriesValue(text, 'redis_connected_slave_offset_bytes', {
+              slave_ip: r.status!.podIP!,
+              slave_state: 'online',
+            }) <= offset,
+            `${r.metadata!.name}'s acknowledged offset`,
+          );
+      } else {
+        assert.equal(seriesValue(text, 'redis_master_link_up', { role }), 1, `${name}'s link to ${primary}`);
+      }
+    }
+    // What a scrape costs: the engine read it reports, and the agent's memory before and after.
+    const primaryPod = list.find((p) => p.metadata!.name === primary)!;
+    const agentPid = podPids(primaryPod.metadata!.uid!, (argv) =>
+      argv.some((a) => a.endsWith('agent.mjs')),
+    )[0];
+    assert.ok(agentPid, `the agent process of ${primary}`);
+    const rssKiB = () =>
+      Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${agentPid}/status`, 'utf8'))?.[1]);
+    const rssBefore = rssKiB();
+    const durations: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const text = await scrape(primaryPod.status!.podIP!);
+      durations.push(Number(/^regulon_instance_scrape_duration_seconds ([\d.e-]+)$/m.exec(text)?.[1]) * 1000);
+    }
+    durations.sort((a, b) => a - b);
+    assert.ok(
+      durations.at(-1)! < SCRAPE_BOUND_MS,
+      `every scrape read redis within ${SCRAPE_BOUND_MS} ms: ${durations.join(', ')}`,
+    );
+    t.diagnostic(
+      `metrics: ${list.length} instances scraped; 50 scrapes of ${primary}: engine read median ${durations[25]!.toFixed(1)} ms, at most ${durations.at(-1)!.toFixed(1)} ms; ` +
+        `its agent's resident memory ${(rssBefore / 1024).toFixed(1)} MiB before, ${(rssKiB() / 1024).toFixed(1)} MiB after`,
+    );
   });
 
   test('the manager cut off from the Pods under a write load: the Services keep every endpoint, nothing fails over, the Cache says why; all as before once healed', async (t) => {

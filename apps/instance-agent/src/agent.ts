@@ -8,6 +8,8 @@ import { isNotFound, isUnauthorized, Kinds, type KubeClient } from '@regulon/cli
 import { LeaderElector } from '@regulon/runtime';
 import { realClock, sleep, type Logger } from '@regulon/util';
 import type { AgentConfig } from './config.ts';
+import { METRICS_ENGINES } from './metrics/engines.ts';
+import { serveMetrics, type MetricsServer } from './metrics/server.ts';
 import { PrimaryGuard, QUESTION_TIMEOUT_MS, type Quorum } from './primary-guard.ts';
 import { EngineProcess, type EngineExit } from './supervisor.ts';
 
@@ -83,6 +85,7 @@ export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): 
   });
   const guarding = guard.run();
   const watchingPod = config.podUid ? watchOwnPod(config, config.podUid, client, guard, log) : undefined;
+  const metrics = config.metrics && publishMetrics(config.metrics, guard, log);
 
   const done = (async (): Promise<number> => {
     const exit: EngineExit = await engine.exited;
@@ -93,6 +96,7 @@ export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): 
     await guard.stop();
     await guarding;
     watchingPod?.abort();
+    await metrics?.close();
     const reason = guard.fencedBecause;
     if (reason !== undefined) {
       log.error({ reason, exit }, 'engine fenced; exiting so that the container restarts');
@@ -154,6 +158,29 @@ function watchOwnPod(
     }
   })();
   return stop;
+}
+
+/** The engine's metrics on their port, read by its metrics command, beside whether this agent holds the Lease. */
+function publishMetrics(
+  m: NonNullable<AgentConfig['metrics']>,
+  guard: PrimaryGuard,
+  log: Logger,
+): MetricsServer {
+  const reading = METRICS_ENGINES[m.engine]!;
+  return serveMetrics({
+    port: m.port,
+    engine: m.engine,
+    log,
+    read: async (signal) => reading((await ask(m.command, signal)) ?? ''),
+    own: () => [
+      {
+        name: 'regulon_instance_primary_lease_held',
+        help: "1 while this instance's agent holds the primary Lease",
+        type: 'gauge',
+        value: guard.holdsLease ? 1 : 0,
+      },
+    ],
+  });
 }
 
 function signalNumber(signal: NodeJS.Signals | null): number {

@@ -54,6 +54,40 @@ describe('parseAgentArgs', () => {
     );
   });
 
+  test('the metrics endpoint: port, engine and command together, or none', () => {
+    assert.equal(parseAgentArgs([...base, '--', 'e'], { POD_NAME: 'p' }).metrics, undefined);
+    const metrics = [
+      '--metrics-port',
+      '9121',
+      '--metrics-engine',
+      'redis',
+      '--metrics-command',
+      'redis-cli info',
+    ];
+    assert.deepEqual(parseAgentArgs([...base, ...metrics, '--', 'e'], { POD_NAME: 'p' }).metrics, {
+      port: 9121,
+      engine: 'redis',
+      command: 'redis-cli info',
+    });
+    assert.throws(
+      () => parseAgentArgs([...base, '--metrics-port', '9121', '--', 'e'], { POD_NAME: 'p' }),
+      /--metrics-port, --metrics-engine and --metrics-command go together/,
+    );
+    const withEngine = (engine: string) =>
+      metrics.map((a, i) => (metrics[i - 1] === '--metrics-engine' ? engine : a));
+    assert.throws(
+      () => parseAgentArgs([...base, ...withEngine('oracle'), '--', 'e'], { POD_NAME: 'p' }),
+      /--metrics-engine "oracle" is not one the agent knows \(redis\)/,
+    );
+    assert.throws(
+      () =>
+        parseAgentArgs([...base, ...metrics.map((a) => (a === '9121' ? '70000' : a)), '--', 'e'], {
+          POD_NAME: 'p',
+        }),
+      /--metrics-port must be a port number, not "70000"/,
+    );
+  });
+
   test('reads the quorum command, which is optional', () => {
     assert.equal(parseAgentArgs([...base, '--', 'e'], { POD_NAME: 'p' }).quorumCommand, undefined);
     const c = parseAgentArgs([...base, '--quorum-command', 'echo 2 3', '--', 'e'], { POD_NAME: 'p' });

@@ -2,6 +2,7 @@
 // caller, so a mistake is the manager's bug: it is reported in one line and
 // the agent exits before starting the engine.
 import { parseArgs } from 'node:util';
+import { METRICS_ENGINES } from './metrics/engines.ts';
 
 export interface AgentConfig {
   /** Namespace and name of the primary Lease (one per Database or replicated Cache). */
@@ -26,6 +27,11 @@ export interface AgentConfig {
   quorumCommand: string | undefined;
   /** The engine and its arguments, started as the agent's child. */
   engine: string[];
+  /**
+   * Where the agent publishes the engine's metrics (GET /metrics): the port, which engine's
+   * answer (a key of METRICS_ENGINES) and the shell command that prints it. Undefined: none.
+   */
+  metrics: { port: number; engine: string; command: string } | undefined;
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
@@ -48,7 +54,7 @@ export const DEFAULT_TIMINGS = {
 
 export const USAGE =
   'usage: regulon-instance-agent --namespace NS --lease NAME [--identity POD] --role-command CMD [--quorum-command CMD] ' +
-  '[--pod-uid UID] [--lease-duration-ms N --renew-deadline-ms N --retry-period-ms N --role-interval-ms N --acquire-grace-ms N] ' +
+  '[--pod-uid UID] [--metrics-port N --metrics-engine ENGINE --metrics-command CMD] [--lease-duration-ms N --renew-deadline-ms N --retry-period-ms N --role-interval-ms N --acquire-grace-ms N] ' +
   '-- ENGINE [ARGS...]';
 
 export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
@@ -63,6 +69,9 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       'pod-uid': { type: 'string' },
       'role-command': { type: 'string' },
       'quorum-command': { type: 'string' },
+      'metrics-port': { type: 'string' },
+      'metrics-engine': { type: 'string' },
+      'metrics-command': { type: 'string' },
       'lease-duration-ms': { type: 'string' },
       'renew-deadline-ms': { type: 'string' },
       'retry-period-ms': { type: 'string' },
@@ -85,6 +94,25 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     return n;
   };
   if (positionals.length === 0) throw new Error(`instance agent: no engine command after "--". ${USAGE}`);
+  const metricsFlags = [values['metrics-port'], values['metrics-engine'], values['metrics-command']];
+  if (metricsFlags.some(Boolean) && !metricsFlags.every(Boolean))
+    throw new Error(
+      'instance agent: --metrics-port, --metrics-engine and --metrics-command go together: give all three or none',
+    );
+  let metrics: AgentConfig['metrics'];
+  if (values['metrics-port']) {
+    const port = Number(values['metrics-port']);
+    if (!Number.isInteger(port) || port < 1 || port > 65_535)
+      throw new Error(
+        `instance agent: --metrics-port must be a port number, not "${values['metrics-port']}"`,
+      );
+    const engine = values['metrics-engine']!;
+    if (!Object.hasOwn(METRICS_ENGINES, engine))
+      throw new Error(
+        `instance agent: --metrics-engine "${engine}" is not one the agent knows (${Object.keys(METRICS_ENGINES).join(', ')})`,
+      );
+    metrics = { port, engine, command: values['metrics-command']! };
+  }
   const config: AgentConfig = {
     namespace: required('namespace', values.namespace),
     lease: required('lease', values.lease),
@@ -93,6 +121,7 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     roleCommand: required('role-command', values['role-command']),
     quorumCommand: values['quorum-command'],
     engine: positionals,
+    metrics,
     leaseDurationMs: ms('leaseDurationMs', 'lease-duration-ms'),
     renewDeadlineMs: ms('renewDeadlineMs', 'renew-deadline-ms'),
     retryPeriodMs: ms('retryPeriodMs', 'retry-period-ms'),

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseAgentArgs } from './config.ts';
-import { AGENT_MOUNT, agentCommand, agentGrant, agentRole, agentRoleBinding, underAgent } from './pod.ts';
+import {
+  AGENT_MOUNT,
+  agentCommand,
+  agentGrant,
+  agentRole,
+  agentRoleBinding,
+  METRICS_PORT_NAME,
+  underAgent,
+} from './pod.ts';
 
 /** The kubelet's expansion of a container's command: `$(NAME)` from its variables, `$$` to `$`. */
 function expand(arg: string, vars: Record<string, string>): string {
@@ -64,6 +72,34 @@ test("under the agent, the container keeps its engine and volumes, and its memor
     { lease: 'db-primary', roleCommand: 'echo primary', image: 'm', securityContext: {} },
   );
   assert.deepEqual(bare.container.resources, { requests: { cpu: '1' } });
+});
+
+test('with metrics, the agent is told the port, engine and command, and the container names the port', () => {
+  const { container } = underAgent(
+    { name: 'redis', command: ['redis-server'], ports: [{ name: 'redis', containerPort: 6379 }] },
+    {
+      lease: 'sessions-primary',
+      roleCommand: 'echo primary',
+      metrics: { port: 9121, engine: 'redis', command: 'redis-cli info $(echo x)' },
+      image: 'm',
+      securityContext: {},
+    },
+  );
+  const config = parseAgentArgs(
+    container.command!.slice(2).map((a) => expand(a, { POD_NAMESPACE: 'n', POD_NAME: 'p', POD_UID: 'u' })),
+    {},
+  );
+  assert.deepEqual(config.metrics, { port: 9121, engine: 'redis', command: 'redis-cli info $(echo x)' });
+  assert.deepEqual(
+    container.ports?.map((p) => `${p.name}:${p.containerPort}`),
+    ['redis:6379', `${METRICS_PORT_NAME}:9121`],
+  );
+  const none = underAgent(
+    { name: 'redis', command: ['redis-server'] },
+    { lease: 'l', roleCommand: 'echo primary', image: 'm', securityContext: {} },
+  );
+  assert.equal(none.container.ports, undefined);
+  assert.ok(!none.container.command!.includes('--metrics-port'));
 });
 
 test("an owner's grant names every ordinal it may have, its one Lease, and binds its instances' account only", () => {

@@ -62,7 +62,12 @@ export interface AgentCommandOptions {
   quorumCommand?: string | undefined;
   /** The engine's start command, the agent's child. */
   engine: string[];
+  /** Where the agent publishes the engine's metrics (see AgentConfig.metrics); none without it. */
+  metrics?: { port: number; engine: string; command: string } | undefined;
 }
+
+/** The name of the container port the agent publishes the engine's metrics on. */
+export const METRICS_PORT_NAME = 'metrics';
 
 /**
  * The engine container's command: the agent, then the engine after `--`.
@@ -86,6 +91,16 @@ export function agentCommand(o: AgentCommandOptions): string[] {
     '--role-command',
     literal(o.roleCommand),
     ...(o.quorumCommand ? ['--quorum-command', literal(o.quorumCommand)] : []),
+    ...(o.metrics
+      ? [
+          '--metrics-port',
+          String(o.metrics.port),
+          '--metrics-engine',
+          o.metrics.engine,
+          '--metrics-command',
+          literal(o.metrics.command),
+        ]
+      : []),
     '--',
     ...o.engine.map(literal),
   ];
@@ -220,9 +235,18 @@ export function underAgent(
         lease: o.lease,
         roleCommand: o.roleCommand,
         quorumCommand: o.quorumCommand,
+        metrics: o.metrics,
         engine: [...(container.command ?? []), ...(container.args ?? [])],
       }),
       args: undefined,
+      ...(o.metrics
+        ? {
+            ports: [
+              ...(container.ports ?? []),
+              { name: METRICS_PORT_NAME, containerPort: o.metrics.port, protocol: 'TCP' },
+            ],
+          }
+        : {}),
       env: [...(container.env ?? []), ...agentEnv()],
       volumeMounts: [...(container.volumeMounts ?? []), agentVolumeMount()],
     },

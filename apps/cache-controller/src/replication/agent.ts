@@ -45,3 +45,12 @@ export const REDIS_QUORUM_COMMAND = [
   `online=$(printf '%s\\n' "$info" | awk -F'[:,=]' '/^slave[0-9]+:/ { s = ""; l = -1; for (i = 2; i < NF; i += 2) { if ($i == "state") s = $(i + 1); if ($i == "lag") l = $(i + 1) } if (s == "online" && l >= 0 && l <= ${IN_TOUCH_LAG_SECONDS}) n++ } END { print n + 0 }')`,
   `echo "$((1 + online)) $members"`,
 ].join('; ');
+
+/**
+ * The port the agent publishes redis's metrics on: redis_exporter's, so that
+ * a scrape configuration written for it finds Regulon's too.
+ */
+export const REDIS_METRICS_PORT = 9121;
+
+/** What the agent reads for a scrape: INFO, whole (its redis engine maps it to redis_exporter's series). */
+export const REDIS_METRICS_COMMAND = `${ASK} info`;
