@@ -33,10 +33,12 @@ import {
   OFFICIAL_IMAGES as DATABASE_IMAGES,
   type DatabaseObject,
 } from '@regulon/database-controller';
+import { Cache } from '@regulon/cache-controller';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { CONTROLLERS } from '@regulon/manager';
 import { ensurePrometheus, start, type TestEnv } from '@regulon/testenv';
 import { parse, parseAllDocuments, stringify } from 'yaml';
+import { desiredStatefulSet } from '../../apps/cache-controller/src/children.ts';
 import { parsePrometheusText } from '../../packages/runtime/src/testing/prometheus.ts';
 import { freePort } from '../../packages/testenv/src/ports.ts';
 import { ALERTS } from './alerts.ts';
@@ -253,7 +255,39 @@ test('deploy/grafana passes a server dry run; deploy/monitoring builds and its S
   const objs = parseAllDocuments(await ok('kustomize', join(deployDir, 'monitoring'))).map(
     (d) => d.toJS() as { kind: string; spec: Record<string, unknown>; metadata: { namespace?: string } },
   );
-  assert.deepEqual(objs.map((o) => o.kind).sort(), ['ConfigMap', 'PrometheusRule', 'ServiceMonitor']);
+  assert.deepEqual(objs.map((o) => o.kind).sort(), [
+    'ConfigMap',
+    'PodMonitor',
+    'PrometheusRule',
+    'ServiceMonitor',
+  ]);
+  // The PodMonitor finds an engine Pod as the manager writes it: by a label it carries and the
+  // port its agent publishes on, in whatever namespace the Cache lives.
+  const pm = objs.find((o) => o.kind === 'PodMonitor')!.spec as {
+    namespaceSelector: { any?: boolean };
+    selector: { matchLabels: Record<string, string> };
+    podMetricsEndpoints: Array<{ port: string }>;
+  };
+  assert.equal(pm.namespaceSelector.any, true);
+  const cache = Cache.object({
+    metadata: { name: 'sessions', namespace: 'shop', uid: 'u', generation: 1 },
+    spec: {
+      engine: 'redis',
+      version: '7.0.15',
+      mode: 'replicated',
+      replicas: 3,
+      memory: '256Mi',
+      maxMemoryPercent: 75,
+      auth: { enabled: true },
+    },
+  });
+  const template = desiredStatefulSet(cache, undefined, 3, 'regulon.local/manager:1').spec!.template;
+  for (const [k, v] of Object.entries(pm.selector.matchLabels))
+    assert.equal(template.metadata?.labels?.[k], v, `engine Pod label ${k}`);
+  assert.ok(
+    template.spec!.containers.some((c) => c.ports?.some((p) => p.name === pm.podMetricsEndpoints[0]!.port)),
+    `an engine container names the port ${pm.podMetricsEndpoints[0]!.port}`,
+  );
   const sm = objs.find((o) => o.kind === 'ServiceMonitor')!.spec as {
     selector: { matchLabels: Record<string, string> };
     endpoints: Array<{ port: string }>;

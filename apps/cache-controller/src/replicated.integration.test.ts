@@ -23,10 +23,12 @@ import {
   podPids,
   podServerPid,
   podSandboxPid,
+  runPrometheus,
   start,
   type TestEnv,
 } from '@regulon/testenv';
 import { apiServerAddresses, startManagerProcess, stopManagerProcess } from '@regulon/conventions';
+import { parse } from 'yaml';
 import { Cache, type CacheObject } from './api.ts';
 import { cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
 import { setupCacheController } from './index.ts';
@@ -347,6 +349,62 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
       `metrics: ${list.length} instances scraped; 50 scrapes of ${primary}: engine read median ${durations[25]!.toFixed(1)} ms, at most ${durations.at(-1)!.toFixed(1)} ms; ` +
         `its agent's resident memory ${(rssBefore / 1024).toFixed(1)} MiB before, ${(rssKiB() / 1024).toFixed(1)} MiB after`,
     );
+  });
+
+  test("a plain Prometheus with deploy/'s kubernetes_sd scrape job finds every instance by its labels and port name, and scrapes it: redis_up 1 on each, one primary, its replicas online", async (t) => {
+    assert.ok(password, 'the first test ran');
+    const c = await eventually('settled', async () => settled(await get()) && get());
+    // deploy/'s job as it is, told where the API server is and which namespace to look in (this
+    // test's, so that other files' Pods stay out).
+    const [job] = parse(
+      readFileSync(
+        new URL('../../../deploy/monitoring/scrape-configs/regulon-instances.yaml', import.meta.url),
+        'utf8',
+      ),
+    ) as Array<{ job_name: string; kubernetes_sd_configs: Array<Record<string, unknown>> }>;
+    job!.kubernetes_sd_configs = job!.kubernetes_sd_configs.map((sd) => ({
+      ...sd,
+      kubeconfig_file: env.kubeconfigPath,
+      namespaces: { names: [ns] },
+    }));
+    const prometheus = await runPrometheus({
+      global: { scrape_interval: '1s', scrape_timeout: '1s' },
+      scrape_configs: [job],
+    });
+    try {
+      const started = Date.now();
+      const up = await eventually(
+        'every instance scraped through kubernetes_sd',
+        async () => {
+          const r = await prometheus.query('redis_up{job="regulon-instances"} == 1');
+          return r.length === REPLICAS && r;
+        },
+        60_000,
+        500,
+      );
+      const byPod: Record<string, string | undefined> = {};
+      for (const s of up) byPod[s.metric['pod'] ?? ''] = s.metric['role'];
+      assert.deepEqual(
+        byPod,
+        Object.fromEntries(
+          c.status!.instances!.map((i) => [
+            i.name,
+            i.name === c.status!.currentPrimary ? 'primary' : 'replica',
+          ]),
+        ),
+        'one series per Pod, with its role',
+      );
+      assert.ok(up.every((s) => s.metric['namespace'] === ns));
+      const online = await prometheus.query(
+        `redis_connected_slave_offset_bytes{slave_state="online", pod="${c.status!.currentPrimary}"}`,
+      );
+      assert.equal(online.length, REPLICAS - 1, 'the primary lists its replicas online');
+      t.diagnostic(
+        `a plain Prometheus scraped all ${REPLICAS} instances ${((Date.now() - started) / 1000).toFixed(1)} s after it started`,
+      );
+    } finally {
+      await prometheus.stop();
+    }
   });
 
   test('the manager cut off from the Pods under a write load: the Services keep every endpoint, nothing fails over, the Cache says why; all as before once healed', async (t) => {

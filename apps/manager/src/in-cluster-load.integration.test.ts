@@ -12,12 +12,11 @@
 //
 //   REGULON_IN_CLUSTER_DATABASES=1000 npx regulon-testenv exec -- npx node --test --test-timeout=1800000 apps/manager/src/in-cluster-load.integration.test.ts
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ensurePrometheus, eventually, freePorts, start, type TestEnv } from '@regulon/testenv';
+import { eventually, runPrometheus, start, type RunningPrometheus, type TestEnv } from '@regulon/testenv';
 import { parse, stringify } from 'yaml';
 import { checkPanels, query, type GrafanaDashboard } from '../../../tools/scripts/dashboard-queries.ts';
 import {
@@ -42,8 +41,7 @@ const SCRAPE_INTERVAL = '2s';
 let env: TestEnv;
 let inst: Installation;
 const dir = mkdtempSync(join(tmpdir(), 'regulon-in-cluster-load-'));
-let prometheus: ChildProcess | undefined;
-let prometheusLog = '';
+let prometheus: RunningPrometheus | undefined;
 let promUrl = '';
 let node: FakeNode | undefined;
 
@@ -64,7 +62,7 @@ before(async () => {
 });
 
 after(async () => {
-  prometheus?.kill('SIGTERM');
+  await prometheus?.stop();
   if (inst) await inst.remove();
   await node?.remove();
   rmSync(dir, { recursive: true, force: true });
@@ -79,7 +77,6 @@ after(async () => {
  * Services, EndpointSlices and Pods in the manager's namespace, nothing else.
  */
 async function startPrometheus(): Promise<void> {
-  const { prometheus: bin } = await ensurePrometheus();
   const monitor = parse(
     readFileSync(join(root, 'deploy', 'monitoring', 'servicemonitor.yaml'), 'utf8'),
   ) as ServiceMonitor;
@@ -123,70 +120,45 @@ async function startPrometheus(): Promise<void> {
   );
   const label = (name: string) => name.replace(/[^a-zA-Z0-9_]/g, '_');
   const selected = Object.entries(monitor.spec.selector.matchLabels);
-  writeFileSync(
-    join(dir, 'prometheus.yml'),
-    stringify({
-      global: {
-        scrape_interval: SCRAPE_INTERVAL,
-        scrape_timeout: '1s',
-        evaluation_interval: SCRAPE_INTERVAL,
-      },
-      scrape_configs: [
-        {
-          // The operator's name for it; the job label is replaced by the Service's name below.
-          job_name: `serviceMonitor/${ns}/regulon-manager/0`,
-          metrics_path: endpoint.path ?? '/metrics',
-          kubernetes_sd_configs: [
-            { role: 'endpointslice', kubeconfig_file: kubeconfig, namespaces: { names: [ns] } },
-          ],
-          relabel_configs: [
-            {
-              action: 'keep',
-              source_labels: selected.flatMap(([k]) => [
-                `__meta_kubernetes_service_label_${label(k)}`,
-                `__meta_kubernetes_service_labelpresent_${label(k)}`,
-              ]),
-              regex: selected.map(([, v]) => `${v};true`).join(';'),
-            },
-            {
-              action: 'keep',
-              source_labels: ['__meta_kubernetes_endpointslice_port_name'],
-              regex: endpoint.port,
-            },
-            { source_labels: ['__meta_kubernetes_namespace'], target_label: 'namespace' },
-            { source_labels: ['__meta_kubernetes_service_name'], target_label: 'service' },
-            { source_labels: ['__meta_kubernetes_pod_name'], target_label: 'pod' },
-            { source_labels: ['__meta_kubernetes_pod_container_name'], target_label: 'container' },
-            { source_labels: ['__meta_kubernetes_service_name'], target_label: 'job' },
-            { target_label: 'endpoint', replacement: endpoint.port },
-          ],
-        },
-      ],
-    }),
-  );
-  const [port] = await freePorts(1);
-  promUrl = `http://127.0.0.1:${port}`;
-  prometheus = spawn(
-    bin,
-    [
-      `--config.file=${join(dir, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${join(dir, 'tsdb')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--log.level=warn',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  prometheus.stdout!.on('data', (d: Buffer) => (prometheusLog += d.toString()));
-  prometheus.stderr!.on('data', (d: Buffer) => (prometheusLog += d.toString()));
-  await eventually(
-    'Prometheus ready',
-    async () => {
-      if (prometheus!.exitCode !== null) assert.fail(`prometheus exited: ${prometheusLog}`);
-      return (await fetch(`${promUrl}/-/ready`)).ok;
+  prometheus = await runPrometheus({
+    global: {
+      scrape_interval: SCRAPE_INTERVAL,
+      scrape_timeout: '1s',
+      evaluation_interval: SCRAPE_INTERVAL,
     },
-    30_000,
-    200,
-  );
+    scrape_configs: [
+      {
+        // The operator's name for it; the job label is replaced by the Service's name below.
+        job_name: `serviceMonitor/${ns}/regulon-manager/0`,
+        metrics_path: endpoint.path ?? '/metrics',
+        kubernetes_sd_configs: [
+          { role: 'endpointslice', kubeconfig_file: kubeconfig, namespaces: { names: [ns] } },
+        ],
+        relabel_configs: [
+          {
+            action: 'keep',
+            source_labels: selected.flatMap(([k]) => [
+              `__meta_kubernetes_service_label_${label(k)}`,
+              `__meta_kubernetes_service_labelpresent_${label(k)}`,
+            ]),
+            regex: selected.map(([, v]) => `${v};true`).join(';'),
+          },
+          {
+            action: 'keep',
+            source_labels: ['__meta_kubernetes_endpointslice_port_name'],
+            regex: endpoint.port,
+          },
+          { source_labels: ['__meta_kubernetes_namespace'], target_label: 'namespace' },
+          { source_labels: ['__meta_kubernetes_service_name'], target_label: 'service' },
+          { source_labels: ['__meta_kubernetes_pod_name'], target_label: 'pod' },
+          { source_labels: ['__meta_kubernetes_pod_container_name'], target_label: 'container' },
+          { source_labels: ['__meta_kubernetes_service_name'], target_label: 'job' },
+          { target_label: 'endpoint', replacement: endpoint.port },
+        ],
+      },
+    ],
+  });
+  promUrl = prometheus.url;
 }
 
 test('a real Prometheus finds both replicas by Kubernetes service discovery, as the ServiceMonitor selects them, and every dashboard panel has data', async () => {

@@ -28,6 +28,7 @@ export { ensureKstatus, kstatus, type KstatusResult } from './kstatus.ts';
 export { repoRoot, defaultClusterDir } from './paths.ts';
 export { eventually } from './wait.ts';
 export { freePorts } from './ports.ts';
+export { runPrometheus, type PromSample, type RunningPrometheus } from './prometheus.ts';
 export {
   ensureImages,
   localImageCatalog,
