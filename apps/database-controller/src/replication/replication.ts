@@ -103,6 +103,10 @@ export async function reconcileReplication(
   now = Date.now(),
   lease?: { read: PrimaryLease; failsafe: boolean },
 ): Promise<{ view: ReplicationView; requeueAfter: number | undefined }> {
+  // The Lease as read, stamped now, before the probes: a probe of an instance that does not answer
+  // takes seconds, and stamped after it the read would look that much later than it was.
+  const leaseView = lease ? memory.primaryLease(db.metadata.uid!) : undefined;
+  leaseView?.observe(lease!.read);
   const ns = db.metadata.namespace!;
   const instances = instanceCount(db, topology);
   const pods = (
@@ -165,12 +169,7 @@ export async function reconcileReplication(
   });
 
   // Where the agents hold the primary Lease: this manager's judgement of it, from its reads.
-  let primaryLease: LeaseJudgement | undefined;
-  if (lease) {
-    const leaseView = memory.primaryLease(db.metadata.uid!);
-    leaseView.observe(lease.read);
-    primaryLease = leaseView.judge();
-  }
+  const primaryLease: LeaseJudgement | undefined = leaseView?.judge();
   const switchoverTo = db.metadata.annotations?.[SWITCHOVER_ANNOTATION];
   const forcePromote = db.metadata.annotations?.[FORCE_PROMOTE_ANNOTATION];
   const decided = plan({
