@@ -281,7 +281,8 @@ test('deploy/grafana passes a server dry run; deploy/monitoring builds and its S
       auth: { enabled: true },
     },
   });
-  const template = desiredStatefulSet(cache, undefined, 3, 'regulon.local/manager:1').spec!.template;
+  const template = desiredStatefulSet(cache, 'regulon.local/redis:7.0', 3, 'regulon.local/manager:1').spec!
+    .template;
   for (const [k, v] of Object.entries(pm.selector.matchLabels))
     assert.equal(template.metadata?.labels?.[k], v, `engine Pod label ${k}`);
   assert.ok(

@@ -232,9 +232,17 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
       );
       assert.equal(await roleOf(ip), p.metadata!.name === primary ? 'master' : 'slave');
     }
-    // A replica refuses writes: the -ro Service is for reads.
-    const ro = await inClient(
-      `redis-cli --no-auth-warning -h ${NAME}-ro -p "$PORT" SET nope 1 2>&1; redis-cli --no-auth-warning -h ${NAME}-ro -p "$PORT" GET greeting`,
+    // A replica refuses writes: the -ro Service is for reads. kube-proxy writes a Service's rules a
+    // moment after its endpoints, and refuses connections to it until then (CI: "Connection
+    // refused" once the Cache said Ready in 9 s): asked until the Service answers at all.
+    const ro = await eventually(
+      `${NAME}-ro answering`,
+      () =>
+        inClient(
+          `redis-cli --no-auth-warning -h ${NAME}-ro -p "$PORT" SET nope 1 2>&1; redis-cli --no-auth-warning -h ${NAME}-ro -p "$PORT" GET greeting`,
+        ),
+      30_000,
+      500,
     );
     assert.match(ro, /READONLY/);
     assert.match(ro, /^hello$/m);
