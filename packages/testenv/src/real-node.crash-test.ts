@@ -14,7 +14,9 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { addedIptables, containerdRunEntries, nodeMounts, remainingCgroups, snapshotHost } from './host.ts';
 import { NODE_NETWORK } from './node-config.ts';
+import { ensureNodeBinaries } from './binaries.ts';
 import {
+  clearOrphanKubeProxyChains,
   nodeDir,
   REAL_NODE_LOCK,
   reclaimCrashedRealNode,
@@ -52,6 +54,7 @@ void test('down after kill -9 of the test process leaves nothing of the node beh
   // A node an earlier crashed run left behind would make the snapshot below
   // already hold this node's chains and bridge, and hide what this run adds.
   await reclaimCrashedRealNode();
+  clearOrphanKubeProxyChains((await ensureNodeBinaries()).kubeProxy);
   const dir = mkdtempSync(join(tmpdir(), 'regulon-crash-'));
   t.after(async () => {
     // A failed assertion must not leave this node on the machine for the next run.

@@ -138,6 +138,7 @@ export async function startRealNode(options: RealNodeOptions): Promise<RealNodeS
 
   const dir = nodeDir(options.controlPlaneDir);
   await takeLock(dir);
+  clearOrphanKubeProxyChains(bins.kubeProxy, log);
   const layout: NodeLayout = {
     dir,
     containerdRoot: containerdRootDir(),
@@ -438,6 +439,39 @@ function readdirSafe(path: string): string[] {
     return execFileSync('ls', [path], { encoding: 'utf8' }).split('\n').filter(Boolean);
   } catch {
     return [];
+  }
+}
+
+/**
+ * Removes kube-proxy chains that no recorded node owns, before the host is
+ * snapshotted. With the lock held no real node of this machine runs, so such
+ * chains are a node's whose record was deleted by hand (its directory removed
+ * without `down`). Kept, they would enter the snapshot as the machine's own,
+ * and this node's `kube-proxy --cleanup` at `down` would then remove them too:
+ * the machine would not end as the snapshot says it began.
+ */
+export function clearOrphanKubeProxyChains(
+  kubeProxyBin: string,
+  log: (line: string) => void = () => {},
+): void {
+  const orphan = ['iptables-save', 'ip6tables-save'].filter((save) => {
+    try {
+      // kube-proxy's own chains; the kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY) outlive any node and are left be.
+      return /^:KUBE-(SERVICES|NODEPORTS|POSTROUTING|PROXY-CANARY|FORWARD)\b/m.test(
+        execFileSync(save, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }),
+      );
+    } catch {
+      return false;
+    }
+  });
+  if (orphan.length === 0) return;
+  log(
+    `testenv: kube-proxy chains no node owns (${orphan.join(', ')}); removing them with kube-proxy --cleanup`,
+  );
+  try {
+    execFileSync(kubeProxyBin, ['--cleanup'], { stdio: 'ignore' });
+  } catch {
+    // --cleanup exits non-zero when a chain it knows is absent; what it removed stays removed.
   }
 }
 
