@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { ensurePrometheus } from '@regulon/testenv';
 import { parse, stringify } from 'yaml';
-import { ALERTS } from './alerts.ts';
+import { ALERTS, INSTANCE_ALERTS } from './alerts.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'regulon-alerts-'));
@@ -40,7 +40,7 @@ test('promtool check rules accepts the shipped rules', async () => {
   shippedRules();
   const r = await promtool('check', 'rules', 'rules.yaml');
   assert.equal(r.status, 0, r.stdout + r.stderr);
-  assert.match(r.stdout, new RegExp(`SUCCESS: ${ALERTS.length} rules found`));
+  assert.match(r.stdout, new RegExp(`SUCCESS: ${ALERTS.length + INSTANCE_ALERTS.length} rules found`));
 });
 
 /** The manager as an overlay names it: the job is the renamed Service, in the overlay's namespace. */
@@ -97,6 +97,67 @@ const otherOperator = [
     values: '1x60',
   },
 ];
+/**
+ * Engine instances as deploy/'s scrape job labels them, and the agent: a postgres Database
+ * `orders`, a MariaDB Database `ledger`, a replicated Cache `sessions`, each a primary (-0) and a
+ * replica (-1); healthy for the whole hour unless `change` gives a series other values. A
+ * series is named by its metric and pod, with any further labels after the pod:
+ * `pg_up orders-1`, `pg_replication_slots_active orders-0`.
+ */
+const at = (pod: string) => {
+  const owner = pod.replace(/-\d+$/, '');
+  const role = pod.endsWith('-0') ? 'primary' : 'replica';
+  return `job="regulon-instances", namespace="shop", owner="${owner}", pod="${pod}", role="${role}"`;
+};
+/** What an alert on an instance carries: its grouping labels. */
+const instance = (pod: string) => `namespace="shop", owner="${pod.replace(/-\d+$/, '')}", pod="${pod}"`;
+const HEALTHY_INSTANCES: Record<string, [labels: string, values: string]> = {
+  'pg_up orders-0': ['', '1x60'],
+  'pg_up orders-1': ['', '1x60'],
+  'pg_postmaster_start_time_seconds orders-0': ['', '1700000000x60'],
+  'pg_postmaster_start_time_seconds orders-1': ['', '1700000000x60'],
+  'pg_stat_wal_receiver_streaming orders-1': ['sender_host="10.0.2.10"', '1x60'],
+  // A standby hears from its primary every few seconds.
+  'pg_stat_wal_receiver_last_msg_receipt_age_seconds orders-1': ['', '2 1 3 0 2x56'],
+  'pg_replication_slots_active orders-0': ['slot_name="regulon_orders_1"', '1 0 1x58'],
+  // One archive_command failure, healed at the next try; a file waits seconds.
+  'pg_stat_archiver_failed_count orders-0': ['', '0 1x59'],
+  'pg_wal_archive_ready_count orders-0': ['', '0 1 0x58'],
+  'pg_wal_archive_oldest_ready_age_seconds orders-0': ['', '0 5 0x58'],
+  'pg_stat_activity_count orders-0': ['datname="app", state="idle"', '40x60'],
+  'pg_settings_max_connections orders-0': ['', '100x60'],
+  'pg_settings_superuser_reserved_connections orders-0': ['', '3x60'],
+  'mysql_up ledger-0': ['', '1x60'],
+  'mysql_up ledger-1': ['', '1x60'],
+  'mysql_global_status_uptime ledger-0': ['', '600+60x60'],
+  'mysql_global_status_uptime ledger-1': ['', '600+60x60'],
+  'mysql_slave_status_slave_io_running ledger-1': ['connection_name="", master_host="10.0.2.20"', '1x60'],
+  'mysql_slave_status_slave_sql_running ledger-1': ['connection_name="", master_host="10.0.2.20"', '1x60'],
+  'mysql_global_status_threads_connected ledger-0': ['', '20x60'],
+  'mysql_global_variables_max_connections ledger-0': ['', '151x60'],
+  'redis_up sessions-0': ['', '1x60'],
+  'redis_up sessions-1': ['', '1x60'],
+  'redis_uptime_in_seconds sessions-0': ['', '600+60x60'],
+  'redis_uptime_in_seconds sessions-1': ['', '600+60x60'],
+  'redis_master_link_up sessions-1': ['master_host="10.0.2.30", master_port="6379"', '1x60'],
+  'redis_connected_clients sessions-0': ['', '12x60'],
+  'redis_config_maxclients sessions-0': ['', '10000x60'],
+  // Nearly full, and never evicting: an allkeys-lru cache at rest.
+  'redis_memory_used_bytes sessions-0': ['', '62000000x60'],
+  'redis_memory_max_bytes sessions-0': ['', '64000000x60'],
+  'redis_evicted_keys_total sessions-0': ['', '0x60'],
+};
+const instances = (
+  change: Record<string, string> = {},
+  extra: Array<{ series: string; values: string }> = [],
+) => [
+  ...Object.entries(HEALTHY_INSTANCES).map(([key, [labels, values]]) => {
+    const [metric, pod] = key.split(' ') as [string, string];
+    return { series: `${metric}{${at(pod)}${labels ? `, ${labels}` : ''}}`, values: change[key] ?? values };
+  }),
+  ...extra,
+];
+
 /** Two replicas, both scraped, a leads, with the other operator beside them: what most cases stand on. */
 const replicas = [
   ...otherOperator,
@@ -140,6 +201,9 @@ const healthy = [
     series: `regulon_replication_failover_quorum_missing_instances{${a}, ${owner('orders')}}`,
     values: '0 1 0x58',
   },
+  // A replica trailed beyond maxLag for two minutes: no alert.
+  { series: `regulon_replication_lagging_instances{${a}, ${owner('orders')}}`, values: '0 1 1 0x57' },
+  ...instances(),
 ];
 const firing = (alertname: string, labels: string, severity: 'warning' | 'critical') =>
   `ALERTS{alertname="${alertname}", alertstate="firing", severity="${severity}"${labels ? `, ${labels}` : ''}}`;
@@ -404,6 +468,182 @@ const ruleTests = (rulesFile: string) => ({
         },
       ],
     },
+    {
+      name: 'an engine stops answering its agent: RegulonInstanceEngineDown after 5 minutes, for that Pod',
+      interval: '1m',
+      input_series: [...replicas, ...instances({ 'pg_up orders-1': '1 1 0x58' })],
+      promql_expr_test: [
+        noneFiringAt(5),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '10m',
+          exp_samples: [
+            { labels: firing('RegulonInstanceEngineDown', instance('orders-1'), 'warning'), value: 1 },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'the primary demoted and no other promoted: RegulonNoPrimary after a minute, for the owner',
+      interval: '1m',
+      input_series: [
+        ...replicas,
+        ...instances({ 'pg_up orders-0': '1 1 stale' }, [
+          { series: `pg_up{${at('orders-0').replace('primary', 'replica')}}`, values: '_ _ 1x58' },
+        ]),
+      ],
+      promql_expr_test: [
+        noneFiringAt(2),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '5m',
+          exp_samples: [
+            { labels: firing('RegulonNoPrimary', 'namespace="shop", owner="orders"', 'critical'), value: 1 },
+          ],
+        },
+      ],
+    },
+    {
+      name: "a replica beyond its Database's maxLag (the manager's count): RegulonReplicaLagging after 5 minutes",
+      interval: '1m',
+      input_series: [
+        ...replicas,
+        ...instances(),
+        { series: `regulon_replication_lagging_instances{${a}, ${owner('orders')}}`, values: '0 1x59' },
+      ],
+      promql_expr_test: [
+        noneFiringAt(5),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '10m',
+          exp_samples: [
+            { labels: firing('RegulonReplicaLagging', `${j}, ${owner('orders')}`, 'warning'), value: 1 },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'replicas that stop streaming, seen from each end and each engine: RegulonReplicaNotStreaming after a minute',
+      interval: '1m',
+      input_series: [
+        ...replicas,
+        ...instances({
+          // A standby cut off: its receiver hears nothing, and the primary's slot for it goes unused.
+          'pg_stat_wal_receiver_last_msg_receipt_age_seconds orders-1': '2 2 2 0+60x57',
+          'pg_replication_slots_active orders-0': '1 1 1 0x57',
+          'mysql_slave_status_slave_io_running ledger-1': '1 1 1 0x57',
+          'redis_master_link_up sessions-1': '1 1 1 0x57',
+        }),
+      ],
+      promql_expr_test: [
+        noneFiringAt(3),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '10m',
+          exp_samples: [
+            { labels: firing('RegulonReplicaNotStreaming', instance('orders-1'), 'warning'), value: 1 },
+            {
+              labels: firing(
+                'RegulonReplicaNotStreaming',
+                `${instance('orders-0')}, slot_name="regulon_orders_1"`,
+                'warning',
+              ),
+              value: 1,
+            },
+            { labels: firing('RegulonReplicaNotStreaming', instance('ledger-1'), 'warning'), value: 1 },
+            { labels: firing('RegulonReplicaNotStreaming', instance('sessions-1'), 'warning'), value: 1 },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'the archive refuses every WAL file: RegulonPostgresArchivingFails after a minute',
+      interval: '1m',
+      input_series: [
+        ...replicas,
+        ...instances({
+          'pg_stat_archiver_failed_count orders-0': '0 1 1 2+1x57',
+          'pg_wal_archive_ready_count orders-0': '0 0 0 1+1x57',
+          'pg_wal_archive_oldest_ready_age_seconds orders-0': '0 0 0 10+60x57',
+        }),
+      ],
+      promql_expr_test: [
+        noneFiringAt(3),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '10m',
+          exp_samples: [
+            { labels: firing('RegulonPostgresArchivingFails', instance('orders-0'), 'critical'), value: 1 },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'connections past 80% of the limit on each engine: RegulonInstanceConnectionsNearLimit after 5 minutes',
+      interval: '1m',
+      input_series: [
+        ...replicas,
+        ...instances({
+          'pg_stat_activity_count orders-0': '40 40 90x58',
+          'mysql_global_status_threads_connected ledger-0': '20 20 140x58',
+          'redis_connected_clients sessions-0': '12 12 9000x58',
+        }),
+      ],
+      promql_expr_test: [
+        noneFiringAt(5),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '10m',
+          exp_samples: ['orders-0', 'ledger-0', 'sessions-0'].map((pod) => ({
+            labels: firing('RegulonInstanceConnectionsNearLimit', instance(pod), 'warning'),
+            value: 1,
+          })),
+        },
+      ],
+    },
+    {
+      name: 'redis full and evicting: RegulonRedisEvicting after 5 minutes',
+      interval: '1m',
+      input_series: [
+        ...replicas,
+        ...instances({
+          'redis_memory_used_bytes sessions-0': '62000000 62000000 63900000x58',
+          'redis_evicted_keys_total sessions-0': '0 0 0+250x58',
+        }),
+      ],
+      promql_expr_test: [
+        noneFiringAt(5),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '10m',
+          exp_samples: [
+            { labels: firing('RegulonRedisEvicting', instance('sessions-0'), 'warning'), value: 1 },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'engines restarting twice within 15 minutes: RegulonInstanceRestarting at once',
+      interval: '1m',
+      input_series: [
+        ...replicas,
+        ...instances({
+          'pg_postmaster_start_time_seconds orders-1': '1700000000x5 1700000400x3 1700000700x50',
+          'redis_uptime_in_seconds sessions-1': '600+60x5 0+60x3 0+60x50',
+        }),
+      ],
+      promql_expr_test: [
+        noneFiringAt(7),
+        {
+          expr: 'ALERTS{alertstate="firing"}',
+          eval_time: '10m',
+          exp_samples: ['orders-1', 'sessions-1'].map((pod) => ({
+            labels: firing('RegulonInstanceRestarting', instance(pod), 'warning'),
+            value: 1,
+          })),
+        },
+      ],
+    },
   ],
 });
 
@@ -416,7 +656,7 @@ test('promtool test rules: each alert fires on its failure after its for, none o
 
 test('every alert is covered by a firing case above, with a runbook-style description', () => {
   const cases = JSON.stringify(ruleTests('rules.yaml'));
-  for (const alert of ALERTS) {
+  for (const alert of [...ALERTS, ...INSTANCE_ALERTS]) {
     assert.ok(
       cases.includes(`alertname=\\"${alert.alert}\\", alertstate=\\"firing\\"`),
       `${alert.alert} has a firing test`,
@@ -426,5 +666,6 @@ test('every alert is covered by a firing case above, with a runbook-style descri
 });
 
 test('no rule selects on job: the scraper names it, and an overlay renames the Service it defaults to', () => {
-  for (const alert of ALERTS) assert.doesNotMatch(alert.expr, /\bjob\s*(=|!=|=~|!~)\s*"/, alert.alert);
+  for (const alert of [...ALERTS, ...INSTANCE_ALERTS])
+    assert.doesNotMatch(alert.expr, /\bjob\s*(=|!=|=~|!~)\s*"/, alert.alert);
 });

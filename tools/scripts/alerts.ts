@@ -183,9 +183,153 @@ or group by (job, namespace) (${MANAGER_TARGETS}) unless on (job, namespace) lea
   },
 ];
 
+/**
+ * The engine instances' alerts: on the series each Pod's agent publishes (deploy/'s PodMonitor
+ * `regulon-instances`, or its plain scrape job), by the names of the engines' exporters, and on
+ * the manager's word where only it knows the bound (a Database's maxLag). Every series of an
+ * instance carries `namespace`, `pod`, `owner` (the Database or Cache, from the Pod's
+ * app.kubernetes.io/instance label) and `role`; the rules group by them, never by `job`.
+ */
+export const INSTANCE_THRESHOLDS = {
+  /** Of the connections an engine accepts (postgres: those not reserved for superusers). */
+  connectionsRatio: 0.8,
+  /** Of redis's maxmemory. */
+  memoryRatio: 0.9,
+  /** How long the oldest complete WAL file may wait for the archive: archive_command runs within seconds of its completion. */
+  archiveWaitSeconds: 120,
+  /** A standby hears from its primary every wal_sender_timeout / 2 (2.5 s) at the least. */
+  receiptAgeSeconds: 30,
+  /** Engine starts within restartWindow that make an instance "restarting". */
+  restarts: 2,
+  restartWindow: '15m',
+} as const;
+
+const T = INSTANCE_THRESHOLDS;
+/** An instance: what its series share, whoever scrapes it. */
+const BY_INSTANCE = 'namespace, owner, pod';
+const ENGINE_UP = '{__name__=~"pg_up|mysql_up|redis_up"}';
+
+export const INSTANCE_ALERTS: readonly AlertRule[] = [
+  {
+    alert: 'RegulonInstanceEngineDown',
+    // The agent answers its scrape, the engine does not answer the agent (hung, starting, refusing its superuser).
+    expr: `max by (${BY_INSTANCE}) (${ENGINE_UP}) == 0`,
+    for: '5m',
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: 'Engine of {{ $labels.namespace }}/{{ $labels.pod }} does not answer',
+      description:
+        "The instance agent of {{ $labels.pod }} ({{ $labels.owner }} in {{ $labels.namespace }}) has answered its scrapes for 5 minutes, but its engine has not answered the agent's question within 2 s: the server is hung, still starting (a clone or a recovery), or refuses its own superuser. `kubectl logs {{ $labels.pod }}` and the owner's status.instances say which; a primary that stays this way is fenced by its agent when it cannot renew its Lease.",
+    },
+  },
+  {
+    alert: 'RegulonNoPrimary',
+    // Instances are scraped and answer, and none of an owner's says it is the primary.
+    expr: `count by (namespace, owner) (${ENGINE_UP} == 1)
+unless count by (namespace, owner) ({__name__=~"pg_up|mysql_up|redis_up", role="primary"} == 1)`,
+    for: '1m',
+    labels: { severity: 'critical' },
+    annotations: {
+      summary: '{{ $labels.namespace }}/{{ $labels.owner }} has no primary',
+      description:
+        "Every instance of {{ $labels.owner }} in {{ $labels.namespace }} that answers says it is a replica, for a minute: writes fail. A failover takes seconds; one that waits is named by the owner's ReplicationHealthy condition (NoPrimary, FailoverQuorumNotReached) and its Events. RegulonFailoverWaitsForQuorum fires too when a synchronous failover waits for its quorum.",
+    },
+  },
+  {
+    alert: 'RegulonReplicaLagging',
+    // The manager's count: the bound is the owner's spec.replication.maxLag, which only it reads.
+    expr: `max by (job, namespace, kind, owner_namespace, owner) (regulon_replication_lagging_instances ${ON_NODE}) > 0`,
+    for: '5m',
+    labels: { severity: 'warning' },
+    annotations: {
+      summary:
+        '{{ $labels.kind }} {{ $labels.owner_namespace }}/{{ $labels.owner }}: a replica trails beyond maxLag',
+      description:
+        "{{ $value }} replica(s) of {{ $labels.kind }} {{ $labels.owner }} in {{ $labels.owner_namespace }} have streamed beyond the owner's spec.replication.maxLag for 5 minutes: they are out of the read-only Service, and a switchover to one waits for it to catch up. status.instances gives each one's lag (state Lagging); the instance's own series say why: pg_stat_replication_replay_lag_seconds against write_lag (slow replay or a slow network), mysql_slave_status_seconds_behind_master, redis_connected_slave_lag_seconds.",
+    },
+  },
+  {
+    alert: 'RegulonReplicaNotStreaming',
+    // From both ends, so that one unscrapeable end does not hide it: a standby's receiver stopped
+    // or silent, a primary's slot for a standby unused; a replica's IO or SQL thread stopped; a
+    // redis replica's link down.
+    expr: `max by (${BY_INSTANCE}) (pg_stat_wal_receiver_streaming{role="replica"}) == 0
+or max by (${BY_INSTANCE}) (pg_stat_wal_receiver_last_msg_receipt_age_seconds{role="replica"}) > ${T.receiptAgeSeconds}
+or max by (${BY_INSTANCE}, slot_name) (pg_replication_slots_active{role="primary", slot_name=~"regulon_.*"}) == 0
+or max by (${BY_INSTANCE}) (mysql_slave_status_slave_io_running{role="replica"}) == 0
+or max by (${BY_INSTANCE}) (mysql_slave_status_slave_sql_running{role="replica"}) == 0
+or max by (${BY_INSTANCE}) (redis_master_link_up{role="replica"}) == 0`,
+    for: '1m',
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: 'A replica of {{ $labels.namespace }}/{{ $labels.owner }} does not stream from its primary',
+      description: `On {{ $labels.pod }} ({{ $labels.owner }} in {{ $labels.namespace }}), for a minute: a standby's WAL receiver not streaming or silent over ${T.receiptAgeSeconds} s, a primary's replication slot ({{ $labels.slot_name }}) unused, a MariaDB replica's IO or SQL thread stopped, or a redis replica's link down. The replica falls behind, and a failover cannot promote it without losing what it lacks. The owner's status.instances names it (NotStreaming, NotLinked) with the engine's replicationError; a partition between the two Pods, a full volume and a diverged history are the usual causes.`,
+    },
+  },
+  {
+    alert: 'RegulonPostgresArchivingFails',
+    // archive_command failed in the last 5 minutes with WAL still waiting, or a file has waited too long.
+    expr: `(max by (${BY_INSTANCE}) (increase(pg_stat_archiver_failed_count{role="primary"}[5m])) > 0
+  and on (${BY_INSTANCE}) max by (${BY_INSTANCE}) (pg_wal_archive_ready_count{role="primary"}) > 0)
+or max by (${BY_INSTANCE}) (pg_wal_archive_oldest_ready_age_seconds{role="primary"}) > ${T.archiveWaitSeconds}`,
+    for: '1m',
+    labels: { severity: 'critical' },
+    annotations: {
+      summary: 'Primary {{ $labels.namespace }}/{{ $labels.pod }} fails to archive its WAL',
+      description: `The primary {{ $labels.pod }} of Database {{ $labels.owner }} in {{ $labels.namespace }} has failed to archive WAL in the last 5 minutes with files still waiting, or its oldest waiting file is over ${T.archiveWaitSeconds} s old: a restore or a point in time cannot reach past the last archived file, and the waiting files fill its volume. pg_wal_archive_ready_count says how many wait; the Pod's log has archive_command's error (pgBackRest: the store's answer). The manager's RegulonDatabaseArchivingFails says the same from its side.`,
+    },
+  },
+  {
+    alert: 'RegulonInstanceConnectionsNearLimit',
+    expr: `sum by (${BY_INSTANCE}) (pg_stat_activity_count)
+  / on (${BY_INSTANCE}) max by (${BY_INSTANCE}) (pg_settings_max_connections - pg_settings_superuser_reserved_connections)
+  > ${T.connectionsRatio}
+or max by (${BY_INSTANCE}) (mysql_global_status_threads_connected)
+  / on (${BY_INSTANCE}) max by (${BY_INSTANCE}) (mysql_global_variables_max_connections) > ${T.connectionsRatio}
+or max by (${BY_INSTANCE}) (redis_connected_clients)
+  / on (${BY_INSTANCE}) max by (${BY_INSTANCE}) (redis_config_maxclients) > ${T.connectionsRatio}`,
+    for: '5m',
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: '{{ $labels.namespace }}/{{ $labels.pod }} is near its connection limit',
+      description: `{{ $labels.pod }} ({{ $labels.owner }} in {{ $labels.namespace }}) has used over ${T.connectionsRatio * 100}% of the connections it accepts for 5 minutes ({{ $value | humanizePercentage }}): past the limit, new connections are refused. pg_stat_activity_count by state shows idle sessions a pool holds open; raise max_connections (spec.parameters) or shrink the clients' pools.`,
+    },
+  },
+  {
+    alert: 'RegulonRedisEvicting',
+    expr: `max by (${BY_INSTANCE}) (redis_memory_used_bytes)
+  / on (${BY_INSTANCE}) max by (${BY_INSTANCE}) (redis_memory_max_bytes > 0) > ${T.memoryRatio}
+and on (${BY_INSTANCE}) sum by (${BY_INSTANCE}) (increase(redis_evicted_keys_total[5m])) > 0`,
+    for: '5m',
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: 'Redis {{ $labels.namespace }}/{{ $labels.pod }} is full and evicting keys',
+      description: `{{ $labels.pod }} (Cache {{ $labels.owner }} in {{ $labels.namespace }}) has used over ${T.memoryRatio * 100}% of its maxmemory and evicted keys in the last 5 minutes, for 5 minutes: reads miss what was evicted (redis_keyspace_misses_total rises). A cache that evicts by design can silence this; otherwise raise the Cache's spec.memory or maxMemoryPercent.`,
+    },
+  },
+  {
+    alert: 'RegulonInstanceRestarting',
+    // A start time that changed, or an uptime that went back, twice within the window.
+    expr: `max by (${BY_INSTANCE}) (changes(pg_postmaster_start_time_seconds[${T.restartWindow}])) >= ${T.restarts}
+or max by (${BY_INSTANCE}) (resets(mysql_global_status_uptime[${T.restartWindow}])) >= ${T.restarts}
+or max by (${BY_INSTANCE}) (resets(redis_uptime_in_seconds[${T.restartWindow}])) >= ${T.restarts}`,
+    for: '0s',
+    labels: { severity: 'warning' },
+    annotations: {
+      summary: 'The engine of {{ $labels.namespace }}/{{ $labels.pod }} keeps restarting',
+      description: `The engine of {{ $labels.pod }} ({{ $labels.owner }} in {{ $labels.namespace }}) started {{ $value }} times in ${T.restartWindow}. \`kubectl logs {{ $labels.pod }} --previous\` has the last run's end (the container's termination message too); an agent that fenced its engine logs why (its Lease lost without a quorum).`,
+    },
+  },
+];
+
 /** The rule groups, as both a PrometheusRule's spec and a plain Prometheus rules file hold them. */
 export function ruleGroups(): { groups: Array<{ name: string; rules: readonly AlertRule[] }> } {
-  return { groups: [{ name: 'regulon-manager', rules: ALERTS }] };
+  return {
+    groups: [
+      { name: 'regulon-manager', rules: ALERTS },
+      { name: 'regulon-instances', rules: INSTANCE_ALERTS },
+    ],
+  };
 }
 
 export function prometheusRuleYaml(): string {
@@ -201,4 +345,40 @@ export function prometheusRuleYaml(): string {
   };
   const body = stringify(rule, { lineWidth: 0, indent: 2, indentSeq: true, singleQuote: true });
   return `# Code generated by tools/scripts/alerts.ts. DO NOT EDIT: change the rules there and run \`npm run generate\`.\n${body}`;
+}
+
+/**
+ * deploy/monitoring/RUNBOOK.md: a paragraph per alert (its description, which the alert itself
+ * carries to whoever is paged), with when it fires and its severity, generated from the rules so
+ * that the two cannot disagree.
+ */
+export function runbookMarkdown(): string {
+  const section = (title: string, rules: readonly AlertRule[]) => [
+    `## ${title}`,
+    '',
+    ...rules.flatMap((r) => [
+      `### ${r.alert}`,
+      '',
+      `${r.labels.severity}; fires after ${r.for === '0s' ? 'one evaluation' : r.for} of:`,
+      '',
+      '```promql',
+      r.expr,
+      '```',
+      '',
+      r.annotations.description
+        .replace(/\{\{ \$labels\.(\w+) \}\}/g, '<$1>')
+        .replace(/\{\{ \$value[^}]*\}\}/g, '<value>'),
+      '',
+    ]),
+  ];
+  return [
+    '<!-- Code generated by tools/scripts/alerts.ts. DO NOT EDIT: change the rules there and run `npm run generate`. -->',
+    '',
+    '# Runbook: what each Regulon alert means and what to look at',
+    '',
+    "Every alert in `prometheusrule.yaml`, with the paragraph its description carries. Placeholders in angle brackets are the alert's labels.",
+    '',
+    ...section("The manager's alerts (group `regulon-manager`)", ALERTS),
+    ...section("The engine instances' alerts (group `regulon-instances`)", INSTANCE_ALERTS),
+  ].join('\n');
 }

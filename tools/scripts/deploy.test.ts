@@ -22,6 +22,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
+import type { V1StatefulSet } from '@kubernetes/client-node';
 import {
   ENGINE_VERSIONS as CACHE_VERSIONS,
   OFFICIAL_IMAGES as CACHE_IMAGES,
@@ -281,14 +282,35 @@ test('deploy/grafana passes a server dry run; deploy/monitoring builds and its S
       auth: { enabled: true },
     },
   });
-  const template = desiredStatefulSet(cache, 'regulon.local/redis:7.0', 3, 'regulon.local/manager:1').spec!
-    .template;
-  for (const [k, v] of Object.entries(pm.selector.matchLabels))
-    assert.equal(template.metadata?.labels?.[k], v, `engine Pod label ${k}`);
-  assert.ok(
-    template.spec!.containers.some((c) => c.ports?.some((p) => p.name === pm.podMetricsEndpoints[0]!.port)),
-    `an engine container names the port ${pm.podMetricsEndpoints[0]!.port}`,
-  );
+  const templates = [
+    desiredStatefulSet(cache, 'regulon.local/redis:7.0', 3, 'regulon.local/manager:1').spec!.template,
+    // A Database's, of each engine whose Pods run under the agent.
+    ...(['postgres', 'mariadb'] as const).map((engine) => {
+      const db = {
+        apiVersion: 'regulon.dev/v1beta1',
+        kind: 'Database',
+        metadata: { name: 'orders', namespace: 'shop', uid: 'u1', generation: 1 },
+        spec: { engine, version: DATABASE_VERSIONS[engine][0], replicas: 3, storage: { size: '1Gi' } },
+      } as unknown as DatabaseObject;
+      const sts = desiredChildren(
+        db,
+        undefined,
+        `regulon.local/${engine}:1`,
+        3,
+        'regulon.local/manager:1',
+      ).find((c) => c.type.kind === 'StatefulSet')!.object as V1StatefulSet;
+      return sts.spec!.template;
+    }),
+  ];
+  for (const template of templates) {
+    const who = template.metadata?.labels?.['app.kubernetes.io/name'] ?? '?';
+    for (const [k, v] of Object.entries(pm.selector.matchLabels))
+      assert.equal(template.metadata?.labels?.[k], v, `${who}: engine Pod label ${k}`);
+    assert.ok(
+      template.spec!.containers.some((c) => c.ports?.some((p) => p.name === pm.podMetricsEndpoints[0]!.port)),
+      `${who}: an engine container names the port ${pm.podMetricsEndpoints[0]!.port}`,
+    );
+  }
   const sm = objs.find((o) => o.kind === 'ServiceMonitor')!.spec as {
     selector: { matchLabels: Record<string, string> };
     endpoints: Array<{ port: string }>;

@@ -7,7 +7,7 @@
 import { join, relative } from 'node:path';
 import { CONTROLLERS, OPTIONS, controllerOptionKeys, type ControllerRegistration } from '@regulon/manager';
 import { kustomizationYaml as baseKustomizationYaml, yamlDocument } from '@regulon/generate';
-import { prometheusRuleYaml } from './alerts.ts';
+import { prometheusRuleYaml, runbookMarkdown } from './alerts.ts';
 import { dashboardJson } from './dashboards.ts';
 import { NAMESPACE, rbacYaml } from './rbac.ts';
 
@@ -94,6 +94,7 @@ export function deployFiles(
     [deploy(RBAC_FILE), rbacYaml(controllers)],
     [deploy(FLAGS_PATCH), flagsPatchYaml(controllers)],
     [deploy('monitoring/prometheusrule.yaml'), prometheusRuleYaml()],
+    [deploy('monitoring/RUNBOOK.md'), runbookMarkdown()],
     [deploy('grafana/regulon.json'), dashboardJson()],
   ]);
 }

@@ -1,5 +1,5 @@
 import { Kinds, metadataOnly, type KubeObject } from '@regulon/client';
-import { MANAGED_BY, reachabilityReporter } from '@regulon/conventions';
+import { MANAGED_BY, laggingReporter, reachabilityReporter } from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheReader, Context, Manager, Request } from '@regulon/runtime';
 import { Cache } from './api.ts';
@@ -49,6 +49,7 @@ export function setupCacheController(mgr: Manager, options: CacheControllerOptio
   const catalog = options.imageCatalog ?? OFFICIAL_IMAGES;
   const views = new WeakMap<Context, ReplicationView>();
   const reportReachability = reachabilityReporter(mgr.registry, 'Cache');
+  const reportLagging = laggingReporter(mgr.registry, 'Cache');
   const builder = mgr
     .controller(CONTROLLER_NAME)
     .for(Cache, { nameLimit: { max: MAX_NAME_LENGTH, derived: 'Pod labels, the headless Service' } })
@@ -77,11 +78,13 @@ export function setupCacheController(mgr: Manager, options: CacheControllerOptio
       const replication = views.get(ctx);
       if (replication && replicated(cache))
         reportReachability(cache, cache.status?.conditions, replication.plan, ctx);
-      return computeStatus(
+      const status = computeStatus(
         cache,
         { ...observedFrom(cache, ctx, catalog, options.instanceAgentImage), replication },
         problem,
       );
+      if (replication && replicated(cache)) reportLagging(cache, status.instances);
+      return status;
     })
     .reconcile(reconcileCache(catalog, views, undefined, options.instanceAgentImage));
 }

@@ -43,6 +43,7 @@ import {
   type RedisUnderTest,
   type Write,
 } from './testing/redis-under-test.ts';
+import { parsePrometheusText, sampleValue } from '../../../packages/runtime/src/testing/prometheus.ts';
 
 const CLIENT_POD = 'client';
 const NAME = 'sessions';
@@ -292,17 +293,6 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
       assert.equal(res.status, 200);
       return res.text();
     };
-    /** The value of the one series `name{…}` whose labels include `labels`. */
-    const seriesValue = (text: string, name: string, labels: Record<string, string>) => {
-      const found = text
-        .split('\n')
-        .filter(
-          (l) =>
-            l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)),
-        );
-      assert.equal(found.length, 1, `one ${name} with ${JSON.stringify(labels)} in:\n${text}`);
-      return Number(found[0]!.split(' ').at(-1));
-    };
     for (const p of list) {
       const name = p.metadata!.name!;
       const role = name === primary ? 'primary' : 'replica';
@@ -313,15 +303,21 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
         `${name} names its metrics port`,
       );
       const text = await scrape(p.status!.podIP!);
-      assert.equal(seriesValue(text, 'redis_up', { role }), 1, `${name}: redis_up`);
-      assert.ok(seriesValue(text, 'redis_db_keys', { db: 'db0', role }) >= 1, `${name} holds the greeting`);
+      assert.equal(sampleValue(parsePrometheusText(text), 'redis_up', { role }), 1, `${name}: redis_up`);
+      assert.ok(
+        sampleValue(parsePrometheusText(text), 'redis_db_keys', { db: 'db0', role }) >= 1,
+        `${name} holds the greeting`,
+      );
       assert.match(
         text,
         new RegExp(`^regulon_instance_primary_lease_held ${role === 'primary' ? 1 : 0}$`, 'm'),
       );
       if (role === 'primary') {
-        assert.equal(seriesValue(text, 'redis_connected_slaves', { role }), REPLICAS - 1);
-        const offset = seriesValue(text, 'redis_master_repl_offset', { role });
+        assert.equal(
+          sampleValue(parsePrometheusText(text), 'redis_connected_slaves', { role }),
+          REPLICAS - 1,
+        );
+        const offset = sampleValue(parsePrometheusText(text), 'redis_master_repl_offset', { role });
         // One series per replica, each online and at most the primary's own offset. (The address
         // is the one the replica connected from, which the Service's routing may rewrite.)
         const offsets = text
@@ -331,7 +327,11 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
         assert.equal(offsets.length, REPLICAS - 1, `a series per replica:\n${text}`);
         for (const r of offsets) assert.ok(r.online && r.offset <= offset, JSON.stringify(r));
       } else {
-        assert.equal(seriesValue(text, 'redis_master_link_up', { role }), 1, `${name}'s link to ${primary}`);
+        assert.equal(
+          sampleValue(parsePrometheusText(text), 'redis_master_link_up', { role }),
+          1,
+          `${name}'s link to ${primary}`,
+        );
       }
     }
     // What a scrape costs: the engine read it reports, and the agent's memory before and after.
@@ -402,7 +402,10 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
         ),
         'one series per Pod, with its role',
       );
-      assert.ok(up.every((s) => s.metric['namespace'] === ns));
+      assert.ok(
+        up.every((s) => s.metric['namespace'] === ns && s.metric['owner'] === NAME),
+        'namespace and owner on every series',
+      );
       const online = await prometheus.query(
         `redis_connected_slave_offset_bytes{slave_state="online", pod="${c.status!.currentPrimary}"}`,
       );

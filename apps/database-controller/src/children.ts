@@ -227,6 +227,7 @@ export function desiredStatefulSet(
           lease: childNames(db).primaryLease,
           roleCommand: engineAgent.roleCommand,
           quorumCommand: engineAgent.quorumCommand,
+          metrics: engineAgent.metrics,
           image: agentImage,
           securityContext: restrictedContainerSecurityContext(),
         })

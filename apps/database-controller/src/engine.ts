@@ -118,6 +118,13 @@ export interface EngineBehaviour {
    * how many instances are in touch with a primary ("IN_TOUCH MEMBERS"), which keeps it serving
    * through an API-server outage while a majority is (without it, a lost Lease always fences).
    * Undefined: its Pods run without the agent, and only the kubelet ends a primary's role.
+   * `metrics`: where and how the agent publishes the engine's metrics (AgentCommandOptions.metrics).
    */
-  readonly agent: { roleCommand: string; quorumCommand?: string | undefined } | undefined;
+  readonly agent:
+    | {
+        roleCommand: string;
+        quorumCommand?: string | undefined;
+        metrics?: { port: number; engine: string; command: string } | undefined;
+      }
+    | undefined;
 }

@@ -1,5 +1,10 @@
 import { Kinds, type KubeObject } from '@regulon/client';
-import { failoverQuorumReporter, MANAGED_BY, reachabilityReporter } from '@regulon/conventions';
+import {
+  failoverQuorumReporter,
+  MANAGED_BY,
+  laggingReporter,
+  reachabilityReporter,
+} from '@regulon/conventions';
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheReader, Context, Manager } from '@regulon/runtime';
 import { Database } from './api.ts';
@@ -78,6 +83,7 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
   const executor = options.executor ?? new PodExec(options.kubeConfig);
   const stanzas = new Stanzas(executor);
   const reportReachability = reachabilityReporter(mgr.registry, 'Database');
+  const reportLagging = laggingReporter(mgr.registry, 'Database');
   const reportQuorum = failoverQuorumReporter(mgr.registry, 'Database');
   const reportSynchronous = synchronousStandbysReporter(mgr.registry);
   const reportArchiver = archiverReporter(mgr.registry);
@@ -127,13 +133,15 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
       }
       reportSynchronous(db, replication);
       reportArchiver(db, stanzas.archiver(db));
-      return computeStatus(db, {
+      const status = computeStatus(db, {
         ...observedFrom(db, ctx, catalog, backupsWatched),
         agentImage: options.instanceAgentImage,
         problem,
         replication,
         archiving: stanzas.archiving(db),
       });
+      if (replication?.replicated) reportLagging(db, status.instances);
+      return status;
     })
     .reconcile(
       reconcileDatabase(catalog, views, undefined, { backupsWatched, stanzas }, options.instanceAgentImage),

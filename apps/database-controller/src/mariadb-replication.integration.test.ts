@@ -2,12 +2,15 @@
 // with what MariaDB adds (mariadbd, a cluster id instead of a system
 // identifier, GTID positions, semi-synchronous replication).
 //   npx regulon-testenv exec -- npx node --test apps/database-controller/src/mariadb-replication.integration.test.ts
+import assert from 'node:assert/strict';
 import type { V1Pod } from '@kubernetes/client-node';
 import { Kinds } from '@regulon/client';
 import mysql from 'mysql2/promise';
+import { MARIADB_METRICS_PORT } from './mariadb/pod.ts';
 import { describeReplication, type SuiteContext } from './testing/replication-suite.ts';
 import { ENGINE_CASES } from './testing/side-by-side.ts';
 import { LOAD_TABLE, readCredentials } from './testing/workload.ts';
+import { parsePrometheusText, sampleValue } from '../../../packages/runtime/src/testing/prometheus.ts';
 
 /** One row from an instance, as the application's account (the credentials Secret's). */
 async function ask(
@@ -41,6 +44,23 @@ describeReplication({
   position: /^\d+-\d+-\d+$/,
   uriScheme: 'mysql://',
   instanceAgent: true,
+  metrics: {
+    port: MARIADB_METRICS_PORT,
+    prefix: 'mysql',
+    primary: (text, replicas) => {
+      assert.equal(sampleValue(parsePrometheusText(text), 'mysql_global_variables_read_only'), 0);
+      assert.equal(sampleValue(parsePrometheusText(text), 'mysql_global_status_slaves_connected'), replicas);
+      assert.ok(sampleValue(parsePrometheusText(text), 'mysql_binlog_size_bytes') > 0);
+      assert.ok(sampleValue(parsePrometheusText(text), 'mysql_global_variables_max_connections') > 0);
+    },
+    replica: (text) => {
+      assert.equal(sampleValue(parsePrometheusText(text), 'mysql_global_variables_read_only'), 1);
+      assert.equal(sampleValue(parsePrometheusText(text), 'mysql_slave_status_slave_io_running'), 1);
+      assert.equal(sampleValue(parsePrometheusText(text), 'mysql_slave_status_slave_sql_running'), 1);
+      assert.ok(sampleValue(parsePrometheusText(text), 'mysql_slave_status_seconds_behind_master') >= 0);
+      assert.ok(sampleValue(parsePrometheusText(text), 'mysql_slave_status_gtid_lag_transactions') >= 0);
+    },
+  },
   readThrough: async ({ client, namespace, name }, host) => {
     const creds = await readCredentials(client, namespace, name);
     const conn = await mysql.createConnection({

@@ -2,13 +2,16 @@
 // with what postgres adds (its postmaster, its system identifier and LSNs, a
 // replication slot on the primary for each other instance, a synchronous standby).
 //   npx regulon-testenv exec -- npx node --test apps/database-controller/src/replication.integration.test.ts
+import assert from 'node:assert/strict';
 import pg from 'pg';
 import { Kinds } from '@regulon/client';
 import type { V1Pod } from '@kubernetes/client-node';
+import { POSTGRES_METRICS_PORT } from './postgres/pod.ts';
 import { slotName } from './postgres/start-script.ts';
 import { describeReplication, type SuiteContext } from './testing/replication-suite.ts';
 import { ENGINE_CASES } from './testing/side-by-side.ts';
 import { LOAD_TABLE, readCredentials } from './testing/workload.ts';
+import { parsePrometheusText, sampleValue } from '../../../packages/runtime/src/testing/prometheus.ts';
 
 /** One query on an instance, as the replication role (its password from the create-once Secret). */
 async function asReplicationRole<R extends pg.QueryResultRow>(
@@ -42,6 +45,32 @@ describeReplication({
   position: /^[0-9A-F]+\/[0-9A-F]+$/,
   uriScheme: 'postgresql://',
   instanceAgent: true,
+  metrics: {
+    port: POSTGRES_METRICS_PORT,
+    prefix: 'pg',
+    primary: (text, replicas) => {
+      assert.equal(sampleValue(parsePrometheusText(text), 'pg_replication_is_replica'), 0);
+      // One series per standby, each streaming, named by its application_name (its Pod).
+      const standbys = text.split('\n').filter((l) => l.startsWith('pg_stat_replication_pg_wal_lsn_diff{'));
+      assert.equal(standbys.length, replicas, `a lag series per standby:\n${standbys.join('\n')}`);
+      assert.ok(
+        standbys.every((l) => l.includes('state="streaming"')),
+        standbys.join('\n'),
+      );
+      const slots = text.split('\n').filter((l) => l.startsWith('pg_replication_slots_active{'));
+      assert.equal(
+        slots.filter((l) => l.endsWith(' 1')).length,
+        replicas,
+        `every slot in use:\n${slots.join('\n')}`,
+      );
+      assert.ok(sampleValue(parsePrometheusText(text), 'pg_settings_max_connections') > 0);
+    },
+    replica: (text) => {
+      assert.equal(sampleValue(parsePrometheusText(text), 'pg_replication_is_replica'), 1);
+      assert.equal(sampleValue(parsePrometheusText(text), 'pg_stat_wal_receiver_streaming'), 1);
+      assert.ok(sampleValue(parsePrometheusText(text), 'pg_replication_lag_seconds') >= 0);
+    },
+  },
   keptForReplicas: {
     read: async (ctx, primary) =>
       (

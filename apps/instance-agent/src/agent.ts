@@ -10,6 +10,7 @@ import { realClock, sleep, type Logger } from '@regulon/util';
 import type { AgentConfig } from './config.ts';
 import { METRICS_ENGINES } from './metrics/engines.ts';
 import { serveMetrics, type MetricsServer } from './metrics/server.ts';
+import { METRICS_QUERY_ENV } from './pod.ts';
 import { PrimaryGuard, QUESTION_TIMEOUT_MS, type Quorum } from './primary-guard.ts';
 import { EngineProcess, type EngineExit } from './supervisor.ts';
 
@@ -17,12 +18,21 @@ import { EngineProcess, type EngineExit } from './supervisor.ts';
 export const FENCED_EXIT_CODE = 75;
 
 /** A shell command's output, or undefined when it failed or took too long. */
-function ask(command: string, signal: AbortSignal): Promise<string | undefined> {
+function ask(
+  command: string,
+  signal: AbortSignal,
+  env?: Record<string, string>,
+): Promise<string | undefined> {
   return new Promise((resolve) => {
     execFile(
       '/bin/sh',
       ['-c', command],
-      { signal, timeout: QUESTION_TIMEOUT_MS, killSignal: 'SIGKILL' },
+      {
+        signal,
+        timeout: QUESTION_TIMEOUT_MS,
+        killSignal: 'SIGKILL',
+        ...(env ? { env: { ...process.env, ...env } } : {}),
+      },
       (err, stdout) => resolve(err ? undefined : String(stdout)),
     );
   });
@@ -166,12 +176,13 @@ function publishMetrics(
   guard: PrimaryGuard,
   log: Logger,
 ): MetricsServer {
-  const reading = METRICS_ENGINES[m.engine]!;
+  const engine = METRICS_ENGINES[m.engine]!;
+  const env = engine.query ? { [METRICS_QUERY_ENV]: engine.query } : undefined;
   return serveMetrics({
     port: m.port,
-    engine: m.engine,
+    engine: engine.prefix,
     log,
-    read: async (signal) => reading((await ask(m.command, signal)) ?? ''),
+    read: async (signal) => engine.reading((await ask(m.command, signal, env)) ?? ''),
     own: () => [
       {
         name: 'regulon_instance_primary_lease_held',

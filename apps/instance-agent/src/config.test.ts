@@ -77,7 +77,7 @@ describe('parseAgentArgs', () => {
       metrics.map((a, i) => (metrics[i - 1] === '--metrics-engine' ? engine : a));
     assert.throws(
       () => parseAgentArgs([...base, ...withEngine('oracle'), '--', 'e'], { POD_NAME: 'p' }),
-      /--metrics-engine "oracle" is not one the agent knows \(redis\)/,
+      /--metrics-engine "oracle" is not one the agent knows \(redis, mariadb, postgres\)/,
     );
     assert.throws(
       () =>

@@ -21,6 +21,8 @@ export {
   AGENT_MOUNT,
   IMAGE_BUNDLE,
   IMAGE_NODE,
+  METRICS_PORT_NAME,
+  METRICS_QUERY_ENV,
   underAgent,
   type AgentCommandOptions,
   type AgentGrant,

@@ -66,6 +66,12 @@ export interface AgentCommandOptions {
   metrics?: { port: number; engine: string; command: string } | undefined;
 }
 
+/**
+ * The variable a metrics command finds its engine's SQL in (the agent sets it; see
+ * METRICS_ENGINES): `psql -c "$REGULON_METRICS_QUERY"` keeps the query out of the Pod spec.
+ */
+export const METRICS_QUERY_ENV = 'REGULON_METRICS_QUERY';
+
 /** The name of the container port the agent publishes the engine's metrics on. */
 export const METRICS_PORT_NAME = 'metrics';
 

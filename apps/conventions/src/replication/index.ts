@@ -31,6 +31,7 @@ export {
 } from './members.ts';
 export { MEMBERS_KEY, topologyData, topologyFromData } from './topology.ts';
 export { failoverQuorumReporter, QUORUM_METRIC, QUORUM_REASON } from './quorum-report.ts';
+export { laggingReporter, LAGGING_METRIC, LAGGING_STATE } from './lag-report.ts';
 export { carryOutStep, type StepActions } from './steps.ts';
 export { applyRoleLabels, deleteObservedPod } from './pods.ts';
 export {

@@ -2,6 +2,8 @@ import type { EngineBehaviour } from '../engine.ts';
 import { instanceVolumes } from '../instance-env.ts';
 import { mariadbDriver } from '../mariadb/driver.ts';
 import {
+  MARIADB_METRICS_COMMAND,
+  MARIADB_METRICS_PORT,
   MARIADB_QUORUM_COMMAND,
   MARIADB_ROLE_COMMAND,
   mariadbBackupVolumes,
@@ -34,6 +36,10 @@ export const mariadb: EngineBehaviour = {
   archiveNeedsStanza: false,
   pointInTimeRecovery: false,
   divergedDataDefault: 'Keep',
-  agent: { roleCommand: MARIADB_ROLE_COMMAND, quorumCommand: MARIADB_QUORUM_COMMAND },
+  agent: {
+    roleCommand: MARIADB_ROLE_COMMAND,
+    quorumCommand: MARIADB_QUORUM_COMMAND,
+    metrics: { port: MARIADB_METRICS_PORT, engine: 'mariadb', command: MARIADB_METRICS_COMMAND },
+  },
   keepsRecoverySecret: true,
 };

@@ -7,6 +7,8 @@ import {
   pgbackrestVolumes,
   postgresContainer,
   postgresFiles,
+  POSTGRES_METRICS_COMMAND,
+  POSTGRES_METRICS_PORT,
   POSTGRES_QUORUM_COMMAND,
   POSTGRES_ROLE_COMMAND,
 } from '../postgres/pod.ts';
@@ -29,5 +31,9 @@ export const postgres: EngineBehaviour = {
   pointInTimeRecovery: true,
   divergedDataDefault: 'Discard',
   keepsRecoverySecret: true,
-  agent: { roleCommand: POSTGRES_ROLE_COMMAND, quorumCommand: POSTGRES_QUORUM_COMMAND },
+  agent: {
+    roleCommand: POSTGRES_ROLE_COMMAND,
+    quorumCommand: POSTGRES_QUORUM_COMMAND,
+    metrics: { port: POSTGRES_METRICS_PORT, engine: 'postgres', command: POSTGRES_METRICS_COMMAND },
+  },
 };

@@ -1,6 +1,7 @@
 import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import type { DatabaseObject } from '../api.ts';
 import { MEMBERS_KEY, restrictedContainerSecurityContext } from '@regulon/conventions';
+import { METRICS_QUERY_ENV } from '@regulon/instance-agent/pod';
 import { instanceEnv } from '../instance-env.ts';
 import { childNames } from '../names.ts';
 import { mariabackupEnv } from '../backup/mariabackup.ts';
@@ -71,6 +72,16 @@ const PASSWORD = 'export MYSQL_PWD="$SUPERUSER_PASSWORD"';
  * agent nothing new.
  */
 export const MARIADB_ROLE_COMMAND = `${PASSWORD}; ${ASK} -h 127.0.0.1 -N -B -e "select if(@@global.read_only, 'replica', 'primary')"`;
+
+/** Where the agent publishes MariaDB's metrics: mysqld_exporter's port. */
+export const MARIADB_METRICS_PORT = 9104;
+
+/**
+ * What the agent runs for a scrape: its mariadb engine's statements (which it puts in
+ * METRICS_QUERY_ENV), in the vertical format they are parsed from, going on past one that
+ * fails (a replica's SHOW BINARY LOGS when it writes none).
+ */
+export const MARIADB_METRICS_COMMAND = `${PASSWORD}; ${ASK} -h 127.0.0.1 --force -E -e "$${METRICS_QUERY_ENV}"`;
 
 /**
  * The agent's quorum question: "IN_TOUCH MEMBERS" (see @regulon/instance-agent).

@@ -1,5 +1,6 @@
 import type { V1Container, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { restrictedContainerSecurityContext } from '@regulon/conventions';
+import { METRICS_QUERY_ENV } from '@regulon/instance-agent/pod';
 import type { DatabaseObject } from '../api.ts';
 import { instanceEnv } from '../instance-env.ts';
 import { childNames } from '../names.ts';
@@ -76,6 +77,17 @@ export const POSTGRES_QUORUM_COMMAND =
   'PGPASSWORD="$SUPERUSER_PASSWORD" psql -h 127.0.0.1 -U "$SUPERUSER" -d postgres -tAXc ' +
   `"select (1 + (select count(*) from pg_stat_replication where state = 'streaming')) || ' ' || ` +
   `(1 + (select count(*) from pg_replication_slots where starts_with(slot_name::text, 'regulon_')))"`;
+
+/** Where the agent publishes postgres's metrics: postgres_exporter's port. */
+export const POSTGRES_METRICS_PORT = 9187;
+
+/**
+ * What the agent runs for a scrape: its postgres engine's one query (which it puts in
+ * METRICS_QUERY_ENV), as the superuser, whose statistics views show every session.
+ */
+export const POSTGRES_METRICS_COMMAND =
+  'PGPASSWORD="$SUPERUSER_PASSWORD" psql -h 127.0.0.1 -U "$SUPERUSER" -d postgres -tAXq ' +
+  `-c "$${METRICS_QUERY_ENV}"`;
 
 /**
  * The postgres container: the start script decides, from the topology and

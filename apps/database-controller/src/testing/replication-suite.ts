@@ -61,6 +61,7 @@ import {
   type WorkloadEngine,
   type Writer,
 } from './workload.ts';
+import { parsePrometheusText, sampleValue } from '../../../../packages/runtime/src/testing/prometheus.ts';
 
 /** What a scenario may ask of the Database under test beyond the Kubernetes API. */
 export interface SuiteContext {
@@ -101,6 +102,16 @@ export interface EngineUnderTest {
    * that the primary Lease names the primary.
    */
   instanceAgent?: boolean;
+  /** Where the agent publishes the engine's metrics, and what each role's scrape must show. */
+  metrics?: {
+    port: number;
+    /** The series prefix: `<prefix>_up`. */
+    prefix: string;
+    /** Asserts what a primary's exposition says of its `replicas` replicas, all streaming. */
+    primary: (text: string, replicas: number) => void;
+    /** Asserts what a streaming replica's exposition says of its link to the primary. */
+    replica: (text: string) => void;
+  };
 }
 
 const cond = (db: DatabaseObject, type: string): Condition | undefined =>
@@ -499,6 +510,65 @@ export function describeReplication(e: EngineUnderTest): void {
         60_000,
       );
       t.diagnostic(`positions: ${positioned.status!.instances!.map((i) => `${i.name}=${i.lsn}`).join(' ')}`);
+    });
+
+    test("each instance's agent publishes the engine's metrics on the metrics port: the exporter's series with the instance's role, the primary's replicas streaming, each replica's link; a scrape takes milliseconds", async (t) => {
+      const m = e.metrics;
+      if (!m) return t.skip('this engine publishes no metrics');
+      assert.ok(writer, 'the first test started the writer');
+      const db = await until('three instances, replicating', healthy, 120_000);
+      const primary = db.status!.currentPrimary!;
+      const list = (await pods().list({ namespace: ns, labelSelector: `app.kubernetes.io/instance=${NAME}` }))
+        .items;
+      assert.equal(list.length, 3);
+      const scrape = async (ip: string) => {
+        const res = await fetch(`http://${ip}:${m.port}/metrics`, { signal: AbortSignal.timeout(5_000) });
+        assert.equal(res.status, 200);
+        return res.text();
+      };
+      const durations: number[] = [];
+      for (const p of list) {
+        const name = p.metadata!.name!;
+        const role = name === primary ? 'primary' : 'replica';
+        assert.ok(
+          p.spec!.containers[0]!.ports!.some((x) => x.name === 'metrics' && x.containerPort === m.port),
+          `${name} names its metrics port`,
+        );
+        // A replica that has just (re)connected may not be listed yet: asked until it is.
+        const text = await explained(
+          eventually(
+            `${name}'s metrics show it ${role === 'primary' ? 'with its replicas' : 'streaming'}`,
+            async () => {
+              const text = await scrape(p.status!.podIP!);
+              try {
+                assert.equal(
+                  sampleValue(parsePrometheusText(text), `${m.prefix}_up`, { role }),
+                  1,
+                  `${name}: ${m.prefix}_up`,
+                );
+                if (role === 'primary') m.primary(text, list.length - 1);
+                else m.replica(text);
+                return text;
+              } catch (err) {
+                t.diagnostic(`${name}: ${(err as Error).message.split('\n')[0]}`);
+                return undefined;
+              }
+            },
+            30_000,
+            1_000,
+          ),
+        );
+        assert.match(
+          text,
+          new RegExp(`^regulon_instance_primary_lease_held ${role === 'primary' ? 1 : 0}$`, 'm'),
+        );
+        durations.push(
+          sampleValue(parsePrometheusText(text), 'regulon_instance_scrape_duration_seconds') * 1000,
+        );
+      }
+      t.diagnostic(
+        `metrics: ${list.length} instances scraped; engine reads ${durations.map((d) => d.toFixed(1)).join(', ')} ms`,
+      );
     });
 
     test('the manager cut off from the Pods under write load: the Services keep every endpoint, nothing fails over, the Database says why; all as before once healed', async (t) => {

@@ -1,18 +1,13 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { captured, valueIn as value } from '../testing/readings.ts';
 import { renderExposition } from './exposition.ts';
 import { parseInfo, redisReading } from './redis.ts';
 
 // INFO as redis 7.0.15 (Debian bookworm's, the catalog's redis:7.0) answered it: a primary with
 // one online replica, and that replica; CRLF line ends as on the wire.
-const primary = readFileSync(new URL('./testdata/redis-7.0-primary.info', import.meta.url), 'utf8');
-const replica = readFileSync(new URL('./testdata/redis-7.0-replica.info', import.meta.url), 'utf8');
-
-const value = (samples: ReturnType<typeof redisReading>, name: string, labels?: Record<string, string>) =>
-  samples?.samples.find(
-    (s) => s.name === name && (!labels || Object.entries(labels).every(([k, v]) => s.labels?.[k] === v)),
-  )?.value;
+const primary = captured('redis-7.0-primary.info');
+const replica = captured('redis-7.0-replica.info');
 
 test("a primary's INFO: redis_exporter's names, its replica's offset and lag, memory against maxmemory", () => {
   const r = redisReading(primary);
