@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
 import { ImageCatalog } from '@regulon/image-catalog';
@@ -23,16 +24,15 @@ import {
   podPids,
   podServerPid,
   podSandboxPid,
-  runPrometheus,
   start,
   type TestEnv,
 } from '@regulon/testenv';
 import { apiServerAddresses, startManagerProcess, stopManagerProcess } from '@regulon/conventions';
-import { parse } from 'yaml';
 import { Cache, type CacheObject } from './api.ts';
 import { cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
 import { setupCacheController } from './index.ts';
 import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
+import { untilFiring, untilNoneFiring, watchInstances } from '../../../tools/monitoring/instances.ts';
 import { REDIS_METRICS_PORT, REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
 import {
   askRedis,
@@ -359,26 +359,27 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
     );
   });
 
-  test("a plain Prometheus with deploy/'s kubernetes_sd scrape job finds every instance by its labels and port name, and scrapes it: redis_up 1 on each, one primary, its replicas online", async (t) => {
+  test("a plain Prometheus with deploy/'s kubernetes_sd scrape job and the shipped instance alerts finds every instance by its labels and port name: redis_up 1 on each, one primary, its replicas online, no alert; the primary filled past maxmemory fires RegulonRedisEvicting, which resolves once the keys go", async (t) => {
     assert.ok(password, 'the first test ran');
     const c = await eventually('settled', async () => settled(await get()) && get());
     // deploy/'s job as it is, told where the API server is and which namespace to look in (this
     // test's, so that other files' Pods stay out).
-    const [job] = parse(
-      readFileSync(
-        new URL('../../../deploy/monitoring/scrape-configs/regulon-instances.yaml', import.meta.url),
-        'utf8',
-      ),
-    ) as Array<{ job_name: string; kubernetes_sd_configs: Array<Record<string, unknown>> }>;
-    job!.kubernetes_sd_configs = job!.kubernetes_sd_configs.map((sd) => ({
-      ...sd,
-      kubeconfig_file: env.kubeconfigPath,
-      namespaces: { names: [ns] },
-    }));
-    const prometheus = await runPrometheus({
-      global: { scrape_interval: '1s', scrape_timeout: '1s' },
-      scrape_configs: [job],
-    });
+    // The shipped instance alerts with their `for` at 5 s (watchInstances).
+    const prometheus = await watchInstances(env.kubeconfigPath, ns);
+    const primary = c.status!.currentPrimary!;
+    const primaryIp = (await instancePods()).find((p) => p.metadata!.name === primary)!.status!.podIP!;
+    const FILLER = 'regulon-test-filler:';
+    const removeFiller = () =>
+      askRedis(
+        primaryIp,
+        [
+          'EVAL',
+          "for _, k in ipairs(redis.call('KEYS', KEYS[1] .. '*')) do redis.call('DEL', k) end",
+          '1',
+          FILLER,
+        ],
+        password,
+      );
     try {
       const started = Date.now();
       const up = await eventually(
@@ -410,10 +411,48 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
         `redis_connected_slave_offset_bytes{slave_state="online", pod="${c.status!.currentPrimary}"}`,
       );
       assert.equal(online.length, REPLICAS - 1, 'the primary lists its replicas online');
+      const scraped = (Date.now() - started) / 1000;
+      // Healthy: for 15 evaluations, no alert even pending.
+      for (let i = 0; i < 15; i++) {
+        assert.deepEqual(
+          (await prometheus.query('ALERTS')).map((x) => x.metric),
+          [],
+          'no alert on the healthy Cache',
+        );
+        await delay(1_000);
+      }
+      // Filled past maxmemory (32 MiB here) with 40 MB in steps of 4 MB: each EVAL starts by evicting, as
+      // any command does (a script does not evict while it runs).
+      const filling = Date.now();
+      // Paced, so that the replicas' output buffers drain between steps and stay out of the Pod's memory.
+      for (let step = 0; step < 10; step++) {
+        await askRedis(
+          primaryIp,
+          [
+            'EVAL',
+            `for i = 1, 400 do redis.call('SET', KEYS[1] .. (ARGV[1] * 400 + i), string.rep('x', 10000)) end`,
+            '1',
+            FILLER,
+            String(step),
+          ],
+          password,
+        );
+        await delay(200);
+      }
+      const fired = await untilFiring(prometheus, 'RegulonRedisEvicting', primary, 60_000);
+      const firedAfter = (Date.now() - filling) / 1000;
+      assert.ok(
+        fired.every((a) => a['alertname'] === 'RegulonRedisEvicting'),
+        `only the eviction alert fires: ${JSON.stringify(fired)}`,
+      );
+      await removeFiller();
+      await untilNoneFiring(prometheus, 60_000);
       t.diagnostic(
-        `a plain Prometheus scraped all ${REPLICAS} instances ${((Date.now() - started) / 1000).toFixed(1)} s after it started`,
+        `a plain Prometheus scraped all ${REPLICAS} instances ${scraped.toFixed(1)} s after it started; no alert in 15 s; ` +
+          `filled past maxmemory: RegulonRedisEvicting firing +${firedAfter.toFixed(1)} s (its for set to 5 s), resolved once the filler went`,
       );
     } finally {
+      await removeFiller().catch(() => undefined);
       await prometheus.stop();
     }
   });

@@ -36,6 +36,20 @@ async function ask(
   }
 }
 
+/** A new connection to `host` with the application's credentials. */
+async function connectAsApp(creds: Awaited<ReturnType<typeof readCredentials>>, host: string) {
+  const conn = await mysql.createConnection({
+    host,
+    port: creds.port,
+    user: creds.username,
+    password: creds.password,
+    database: creds.database,
+    connectTimeout: 3000,
+  });
+  conn.on('error', () => {});
+  return conn;
+}
+
 describeReplication({
   title: 'Database replication on real MariaDB',
   ...ENGINE_CASES.mariadb,
@@ -60,18 +74,26 @@ describeReplication({
       assert.ok(sampleValue(parsePrometheusText(text), 'mysql_slave_status_seconds_behind_master') >= 0);
       assert.ok(sampleValue(parsePrometheusText(text), 'mysql_slave_status_gtid_lag_transactions') >= 0);
     },
+    connectionLimit: 'mysql_global_variables_max_connections',
+    holdConnections: async ({ client, namespace, name }, host, count) => {
+      const creds = await readCredentials(client, namespace, name);
+      const opened = await Promise.allSettled(Array.from({ length: count }, () => connectAsApp(creds, host)));
+      const pool = opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+      const refused = opened.find((o) => o.status === 'rejected');
+      if (refused) {
+        pool.forEach((c) => c.destroy());
+        throw new Error(`${pool.length} of ${count} connections opened: ${String(refused.reason)}`);
+      }
+      return {
+        close: () => {
+          pool.forEach((c) => c.destroy());
+          return Promise.resolve();
+        },
+      };
+    },
   },
   readThrough: async ({ client, namespace, name }, host) => {
-    const creds = await readCredentials(client, namespace, name);
-    const conn = await mysql.createConnection({
-      host,
-      port: creds.port,
-      user: creds.username,
-      password: creds.password,
-      database: creds.database,
-      connectTimeout: 3000,
-    });
-    conn.on('error', () => {});
+    const conn = await connectAsApp(await readCredentials(client, namespace, name), host);
     try {
       // report_host is `<pod>.<headless Service>...` (the start script sets it): the Pod that answered.
       const [server] = await conn.query<mysql.RowDataPacket[]>({

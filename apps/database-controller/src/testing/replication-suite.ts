@@ -46,6 +46,7 @@ import {
   type TestEnv,
 } from '@regulon/testenv';
 import { ensureManagerImage } from '../../../../tools/manager-image/image.ts';
+import { untilFiring, untilNoneFiring, watchInstances } from '../../../../tools/monitoring/instances.ts';
 import { Database, type DatabaseObject } from '../api.ts';
 import { setupDatabaseController } from '../index.ts';
 import { FORCE_PROMOTE_ANNOTATION, SWITCHOVER_ANNOTATION } from '../replication/replication.ts';
@@ -111,6 +112,15 @@ export interface EngineUnderTest {
     primary: (text: string, replicas: number) => void;
     /** Asserts what a streaming replica's exposition says of its link to the primary. */
     replica: (text: string) => void;
+    /**
+     * Opens `count` connections to `host` (an instance's address) with the application's
+     * credentials and holds them until closed: a client pool grown to the engine's limit.
+     * Undefined: the alert test does not drive this engine to its limit (a postgres backend is a
+     * process, and 80 of them outgrow the instance's memory limit here).
+     */
+    holdConnections?: (ctx: SuiteContext, host: string, count: number) => Promise<{ close(): Promise<void> }>;
+    /** The series that says how many connections the engine accepts. */
+    connectionLimit?: string;
   };
 }
 
@@ -569,6 +579,86 @@ export function describeReplication(e: EngineUnderTest): void {
       t.diagnostic(
         `metrics: ${list.length} instances scraped; engine reads ${durations.map((d) => d.toFixed(1)).join(', ')} ms`,
       );
+    });
+
+    test("a real Prometheus with deploy/'s scrape job and the shipped instance alerts: none fires on the healthy Database; a replica whose receive from the primary is blocked fires RegulonReplicaNotStreaming; healed, it resolves; a client pool near the limit fires RegulonInstanceConnectionsNearLimit", async (t) => {
+      if (!e.metrics) return t.skip('this engine publishes no metrics');
+      const m = e.metrics;
+      assert.ok(writer, 'the first test started the writer');
+      const db = await until('three instances, replicating', healthy, 120_000);
+      const primary = db.status!.currentPrimary!;
+      const prometheus = await watchInstances(env.kubeconfigPath, ns);
+      let cut: PodPartition | undefined;
+      try {
+        const started = Date.now();
+        await eventually(
+          'every instance scraped, its engine answering',
+          async () => (await prometheus.query(`${m.prefix}_up == 1`)).length === 3,
+          60_000,
+          500,
+        );
+        // Healthy: for 20 evaluations, no alert even pending.
+        for (let i = 0; i < 20; i++) {
+          assert.deepEqual(
+            (await prometheus.query('ALERTS')).map((s) => s.metric),
+            [],
+            'no alert on the healthy Database',
+          );
+          await cadence(1_000);
+        }
+        const list = (
+          await pods().list({ namespace: ns, labelSelector: `app.kubernetes.io/instance=${NAME}` })
+        ).items;
+        const primaryIp = list.find((p) => p.metadata!.name === primary)!.status!.podIP!;
+        const standby = list.find((p) => p.metadata!.name !== primary)!;
+        const standbyName = standby.metadata!.name!;
+        // Inside the standby's network namespace: nothing to or from the primary.
+        cut = cutPodOffFrom(podSandboxPid(standby.metadata!.uid!), [primaryIp]);
+        const blocked = Date.now();
+        const fired = await explained(untilFiring(prometheus, 'RegulonReplicaNotStreaming', standbyName));
+        const firedAfter = (Date.now() - blocked) / 1000;
+        assert.ok(
+          fired.every((a) => a['alertname'] === 'RegulonReplicaNotStreaming'),
+          `only the replica's alert fires: ${JSON.stringify(fired)}`,
+        );
+        cut.heal();
+        cut = undefined;
+        const healed = Date.now();
+        await explained(untilNoneFiring(prometheus));
+        const resolvedAfter = (Date.now() - healed) / 1000;
+        // A client pool grown to 85% of what the primary accepts.
+        let nearLimit = '';
+        if (m.holdConnections && m.connectionLimit) {
+          const [limit] = await prometheus.query(`${m.connectionLimit}{pod="${primary}"}`);
+          const count = Math.ceil(Number(limit!.value[1]) * 0.85);
+          const primaryIp = list.find((p) => p.metadata!.name === primary)!.status!.podIP!;
+          const pool = await m.holdConnections(ctx(), primaryIp, count);
+          const holding = Date.now();
+          try {
+            const alerts = await explained(
+              untilFiring(prometheus, 'RegulonInstanceConnectionsNearLimit', primary, 60_000),
+            );
+            assert.ok(
+              alerts.every((a) => a['alertname'] === 'RegulonInstanceConnectionsNearLimit'),
+              JSON.stringify(alerts),
+            );
+            nearLimit = `; ${count} of ${limit!.value[1]} connections held: RegulonInstanceConnectionsNearLimit firing +${((Date.now() - holding) / 1000).toFixed(1)} s`;
+          } finally {
+            await pool.close();
+          }
+          await explained(untilNoneFiring(prometheus, 60_000));
+        }
+        t.diagnostic(
+          `alerts: none in 20 s on the healthy Database (watched from ${((Date.now() - started) / 1000).toFixed(0)} s before the end); ` +
+            `the replica's receive blocked: RegulonReplicaNotStreaming firing +${firedAfter.toFixed(1)} s (its for set to 5 s) for ${fired
+              .map((a) => a['pod'] + (a['slot_name'] ? `/${a['slot_name']}` : ''))
+              .join(', ')}; resolved +${resolvedAfter.toFixed(1)} s after the heal${nearLimit}`,
+        );
+      } finally {
+        cut?.heal();
+        await prometheus.stop();
+      }
+      await until('three instances, replicating again', healthy, 120_000);
     });
 
     test('the manager cut off from the Pods under write load: the Services keep every endpoint, nothing fails over, the Database says why; all as before once healed', async (t) => {

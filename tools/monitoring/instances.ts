@@ -1,0 +1,111 @@
+// What the real-node tests run to watch engine instances as an installation
+// does: deploy/'s plain scrape job for the instances' agents and the shipped
+// instance alerts (group regulon-instances of deploy/monitoring/
+// prometheusrule.yaml), each as it ships, told only where the test's API
+// server is and which namespace to look in.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eventually, runPrometheus, type RunningPrometheus } from '@regulon/testenv';
+import { parse, stringify } from 'yaml';
+
+const deploy = join(import.meta.dirname, '..', '..', 'deploy', 'monitoring');
+
+interface ScrapeJob {
+  job_name: string;
+  kubernetes_sd_configs: Array<Record<string, unknown>>;
+}
+
+/** deploy/'s kubernetes_sd job for the instances, limited to `namespace` of the test's API server. */
+export function instancesScrapeJob(kubeconfigPath: string, namespace: string): ScrapeJob {
+  const [job] = parse(
+    readFileSync(join(deploy, 'scrape-configs', 'regulon-instances.yaml'), 'utf8'),
+  ) as ScrapeJob[];
+  return {
+    ...job!,
+    kubernetes_sd_configs: job!.kubernetes_sd_configs.map((sd) => ({
+      ...sd,
+      kubeconfig_file: kubeconfigPath,
+      namespaces: { names: [namespace] },
+    })),
+  };
+}
+
+/**
+ * A rules file of the shipped instance alerts with every `for` set to `forDuration`: a test
+ * checks that each expression catches the fault it induces on real series within seconds, not
+ * that Prometheus waits out a `for` (promtool's cases in tools/scripts/alerts.test.ts do).
+ */
+export function instanceRulesFile(dir: string, forDuration: string): string {
+  const rule = parse(readFileSync(join(deploy, 'prometheusrule.yaml'), 'utf8')) as {
+    spec: { groups: Array<{ name: string; rules: Array<{ for?: string }> }> };
+  };
+  const group = rule.spec.groups.find((g) => g.name === 'regulon-instances');
+  if (!group) throw new Error('prometheusrule.yaml has no group regulon-instances');
+  const file = join(dir, 'instances.yaml');
+  writeFileSync(
+    file,
+    stringify({ groups: [{ ...group, rules: group.rules.map((r) => ({ ...r, for: forDuration })) }] }),
+  );
+  return file;
+}
+
+/**
+ * A real Prometheus scraping the instances in `namespace` every second with deploy/'s job,
+ * evaluating the shipped instance alerts every second (their `for` set to `forDuration`).
+ */
+export async function watchInstances(
+  kubeconfigPath: string,
+  namespace: string,
+  forDuration = '5s',
+): Promise<RunningPrometheus> {
+  const dir = mkdtempSync(join(tmpdir(), 'regulon-rules-'));
+  const removeRules = () => rmSync(dir, { recursive: true, force: true });
+  try {
+    const prometheus = await runPrometheus({
+      global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
+      rule_files: [instanceRulesFile(dir, forDuration)],
+      scrape_configs: [instancesScrapeJob(kubeconfigPath, namespace)],
+    });
+    return { ...prometheus, stop: () => prometheus.stop().finally(removeRules) };
+  } catch (err) {
+    removeRules();
+    throw err;
+  }
+}
+
+/** The alerts firing now (ALERTS{alertstate="firing"}), each as its name and labels. */
+export async function firingAlerts(prometheus: RunningPrometheus): Promise<Array<Record<string, string>>> {
+  return (await prometheus.query('ALERTS{alertstate="firing"}')).map((s) => s.metric);
+}
+
+/**
+ * Waits until `alertname` fires for the instance `pod`; returns every alert firing then, for
+ * the caller to check that nothing else does.
+ */
+export function untilFiring(
+  prometheus: RunningPrometheus,
+  alertname: string,
+  pod: string,
+  timeoutMs = 90_000,
+): Promise<Array<Record<string, string>>> {
+  return eventually(
+    `${alertname} firing for ${pod}`,
+    async () => {
+      const firing = await firingAlerts(prometheus);
+      return firing.some((a) => a['alertname'] === alertname && a['pod'] === pod) && firing;
+    },
+    timeoutMs,
+    500,
+  );
+}
+
+/** Waits until no alert fires. */
+export async function untilNoneFiring(prometheus: RunningPrometheus, timeoutMs = 90_000): Promise<void> {
+  await eventually(
+    'no alert firing',
+    async () => (await firingAlerts(prometheus)).length === 0,
+    timeoutMs,
+    500,
+  );
+}
