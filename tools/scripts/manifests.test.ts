@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { CONTROLLERS, OPTIONS } from '@regulon/manager';
 import { parse, parseAllDocuments } from 'yaml';
-import { ALERTS } from './alerts.ts';
+import { ALERTS, INSTANCE_ALERTS } from './alerts.ts';
 import { DASHBOARD_ROWS } from './dashboards.ts';
 import { controllerEnv, FLAGS_PATCH, RBAC_FILE } from './manifests.ts';
 import { ALLOWED_VERBS, LEADER_ELECTION_RULES, mergeRules, validateRules, type PolicyRule } from './rbac.ts';
@@ -202,7 +202,7 @@ test('deploy/README.md documents every flag, panel and alert', () => {
     assert.ok(readme.includes(`\`--${o.flag}\``), `--${o.flag}`);
     assert.ok(readme.includes(`\`${o.env}\``), o.env);
   }
-  for (const a of ALERTS) assert.ok(readme.includes(`\`${a.alert}\``), a.alert);
+  for (const a of [...ALERTS, ...INSTANCE_ALERTS]) assert.ok(readme.includes(`\`${a.alert}\``), a.alert);
   for (const row of DASHBOARD_ROWS)
     for (const p of row.panels)
       assert.ok(

@@ -612,8 +612,10 @@ export function describeReplication(e: EngineUnderTest): void {
         const primaryIp = list.find((p) => p.metadata!.name === primary)!.status!.podIP!;
         const standby = list.find((p) => p.metadata!.name !== primary)!;
         const standbyName = standby.metadata!.name!;
-        // Inside the standby's network namespace: nothing to or from the primary.
-        cut = cutPodOffFrom(podSandboxPid(standby.metadata!.uid!), [primaryIp]);
+        // Inside the standby's network namespace: nothing to or from the primary, nor to the client
+        // Service it replicates through (its ClusterIP is translated on the node, after this rule).
+        const rw = (await client.resource(Kinds.Service).get(NAME, { namespace: ns })).spec!.clusterIP!;
+        cut = cutPodOffFrom(podSandboxPid(standby.metadata!.uid!), [primaryIp, rw]);
         const blocked = Date.now();
         const fired = await explained(untilFiring(prometheus, 'RegulonReplicaNotStreaming', standbyName));
         const firedAfter = (Date.now() - blocked) / 1000;
@@ -649,7 +651,7 @@ export function describeReplication(e: EngineUnderTest): void {
           await explained(untilNoneFiring(prometheus, 60_000));
         }
         t.diagnostic(
-          `alerts: none in 20 s on the healthy Database (watched from ${((Date.now() - started) / 1000).toFixed(0)} s before the end); ` +
+          `alerts: none in 20 s on the healthy Database (Prometheus watched for ${((Date.now() - started) / 1000).toFixed(0)} s in all); ` +
             `the replica's receive blocked: RegulonReplicaNotStreaming firing +${firedAfter.toFixed(1)} s (its for set to 5 s) for ${fired
               .map((a) => a['pod'] + (a['slot_name'] ? `/${a['slot_name']}` : ''))
               .join(', ')}; resolved +${resolvedAfter.toFixed(1)} s after the heal${nearLimit}`,
