@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventually, runPrometheus, type RunningPrometheus } from '@regulon/testenv';
+import { eventually, podPids, runPrometheus, type RunningPrometheus } from '@regulon/testenv';
 import { parse, stringify } from 'yaml';
 
 const deploy = join(import.meta.dirname, '..', '..', 'deploy', 'monitoring');
@@ -109,3 +109,38 @@ export async function untilNoneFiring(prometheus: RunningPrometheus, timeoutMs =
     500,
   );
 }
+
+/** What `scrapes` scrapes in a row of one instance cost, as its agent reports and the host sees. */
+export interface ScrapeCost {
+  /** Each scrape's engine read (regulon_instance_scrape_duration_seconds), in ms, ascending. */
+  readsMs: number[];
+  /** The agent process's resident memory before and after, in MiB. */
+  rssBeforeMiB: number;
+  rssAfterMiB: number;
+}
+
+/**
+ * Scrapes the agent of the Pod `podUid` at `url` `scrapes` times in a row, reading its own
+ * figure for each engine read and its process's resident memory (from /proc, on this host: the
+ * real node's Pods are its processes) before and after.
+ */
+export async function scrapeCost(podUid: string, url: string, scrapes: number): Promise<ScrapeCost> {
+  const agentPid = podPids(podUid, (argv) => argv.some((a) => a.endsWith('agent.mjs')))[0];
+  if (!agentPid) throw new Error(`no agent process in Pod ${podUid}`);
+  const rssMiB = () =>
+    Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${agentPid}/status`, 'utf8'))?.[1]) / 1024;
+  const rssBeforeMiB = rssMiB();
+  const readsMs: number[] = [];
+  for (let i = 0; i < scrapes; i++) {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`${url}: ${res.status} ${text}`);
+    readsMs.push(Number(/^regulon_instance_scrape_duration_seconds ([\d.e-]+)$/m.exec(text)?.[1]) * 1000);
+  }
+  return { readsMs: readsMs.sort((a, b) => a - b), rssBeforeMiB, rssAfterMiB: rssMiB() };
+}
+
+/** A cost as a test's diagnostic line says it. */
+export const describeCost = (c: ScrapeCost): string =>
+  `${c.readsMs.length} scrapes: engine read median ${c.readsMs[Math.floor(c.readsMs.length / 2)]!.toFixed(1)} ms, ` +
+  `at most ${c.readsMs.at(-1)!.toFixed(1)} ms; the agent's resident memory ${c.rssBeforeMiB.toFixed(1)} MiB before, ${c.rssAfterMiB.toFixed(1)} MiB after`;

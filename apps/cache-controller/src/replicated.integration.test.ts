@@ -7,7 +7,6 @@
 // lost, time until every instance replicates again) are test diagnostics:
 //   npx regulon-testenv exec -- npx node --test apps/cache-controller/src/replicated.integration.test.ts
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -32,7 +31,13 @@ import { Cache, type CacheObject } from './api.ts';
 import { cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
 import { setupCacheController } from './index.ts';
 import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
-import { untilFiring, untilNoneFiring, watchInstances } from '../../../tools/monitoring/instances.ts';
+import {
+  describeCost,
+  scrapeCost,
+  untilFiring,
+  untilNoneFiring,
+  watchInstances,
+} from '../../../tools/monitoring/instances.ts';
 import { REDIS_METRICS_PORT, REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
 import {
   askRedis,
@@ -336,27 +341,16 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
     }
     // What a scrape costs: the engine read it reports, and the agent's memory before and after.
     const primaryPod = list.find((p) => p.metadata!.name === primary)!;
-    const agentPid = podPids(primaryPod.metadata!.uid!, (argv) =>
-      argv.some((a) => a.endsWith('agent.mjs')),
-    )[0];
-    assert.ok(agentPid, `the agent process of ${primary}`);
-    const rssKiB = () =>
-      Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${agentPid}/status`, 'utf8'))?.[1]);
-    const rssBefore = rssKiB();
-    const durations: number[] = [];
-    for (let i = 0; i < 50; i++) {
-      const text = await scrape(primaryPod.status!.podIP!);
-      durations.push(Number(/^regulon_instance_scrape_duration_seconds ([\d.e-]+)$/m.exec(text)?.[1]) * 1000);
-    }
-    durations.sort((a, b) => a - b);
+    const cost = await scrapeCost(
+      primaryPod.metadata!.uid!,
+      `http://${primaryPod.status!.podIP!}:${REDIS_METRICS_PORT}/metrics`,
+      50,
+    );
     assert.ok(
-      durations.at(-1)! < SCRAPE_BOUND_MS,
-      `every scrape read redis within ${SCRAPE_BOUND_MS} ms: ${durations.join(', ')}`,
+      cost.readsMs.at(-1)! < SCRAPE_BOUND_MS,
+      `every scrape read redis within ${SCRAPE_BOUND_MS} ms: ${cost.readsMs.join(', ')}`,
     );
-    t.diagnostic(
-      `metrics: ${list.length} instances scraped; 50 scrapes of ${primary}: engine read median ${durations[25]!.toFixed(1)} ms, at most ${durations.at(-1)!.toFixed(1)} ms; ` +
-        `its agent's resident memory ${(rssBefore / 1024).toFixed(1)} MiB before, ${(rssKiB() / 1024).toFixed(1)} MiB after`,
-    );
+    t.diagnostic(`metrics: ${list.length} instances scraped; of ${primary}, ${describeCost(cost)}`);
   });
 
   test("a plain Prometheus with deploy/'s kubernetes_sd scrape job and the shipped instance alerts finds every instance by its labels and port name: redis_up 1 on each, one primary, its replicas online, no alert; the primary filled past maxmemory fires RegulonRedisEvicting, which resolves once the keys go", async (t) => {

@@ -46,7 +46,13 @@ import {
   type TestEnv,
 } from '@regulon/testenv';
 import { ensureManagerImage } from '../../../../tools/manager-image/image.ts';
-import { untilFiring, untilNoneFiring, watchInstances } from '../../../../tools/monitoring/instances.ts';
+import {
+  describeCost,
+  scrapeCost,
+  untilFiring,
+  untilNoneFiring,
+  watchInstances,
+} from '../../../../tools/monitoring/instances.ts';
 import { Database, type DatabaseObject } from '../api.ts';
 import { setupDatabaseController } from '../index.ts';
 import { FORCE_PROMOTE_ANNOTATION, SWITCHOVER_ANNOTATION } from '../replication/replication.ts';
@@ -177,6 +183,11 @@ const API_OUTAGE_MS = 60_000;
 const FAILOVER_DELAY_S = 5;
 /** The load writer's pace: a write every 100 ms or more, each a fresh session (see startWriter). */
 const WRITES_PER_SECOND = 10;
+/**
+ * The most one scrape may spend reading the engine (one client run of one query): the agent
+ * gives up at 2 s (SCRAPE_TIMEOUT_MS); this is what a healthy instance must stay well under.
+ */
+const SCRAPE_BOUND_MS = 500;
 
 /**
  * Asserts that between `fromMs` and `toMs` (`during`: what happened meanwhile) the primary served the
@@ -576,8 +587,19 @@ export function describeReplication(e: EngineUnderTest): void {
           sampleValue(parsePrometheusText(text), 'regulon_instance_scrape_duration_seconds') * 1000,
         );
       }
+      // What a scrape costs: the engine read it reports, and the agent's memory before and after.
+      const primaryPod = list.find((p) => p.metadata!.name === primary)!;
+      const cost = await scrapeCost(
+        primaryPod.metadata!.uid!,
+        `http://${primaryPod.status!.podIP!}:${m.port}/metrics`,
+        30,
+      );
+      assert.ok(
+        cost.readsMs.at(-1)! < SCRAPE_BOUND_MS,
+        `every scrape read the engine within ${SCRAPE_BOUND_MS} ms: ${cost.readsMs.join(', ')}`,
+      );
       t.diagnostic(
-        `metrics: ${list.length} instances scraped; engine reads ${durations.map((d) => d.toFixed(1)).join(', ')} ms`,
+        `metrics: ${list.length} instances scraped, engine reads ${durations.map((d) => d.toFixed(1)).join(', ')} ms; of ${primary}, ${describeCost(cost)}`,
       );
     });
 
