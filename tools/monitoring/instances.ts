@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually, podPids, runPrometheus, type RunningPrometheus } from '@regulon/testenv';
 import { parse, stringify } from 'yaml';
+import { checkPanels, type GrafanaDashboard, type PanelCheck } from '../scripts/dashboard-queries.ts';
+import { dashboardJson, type DashboardSpec } from '../scripts/dashboards.ts';
 
 const deploy = join(import.meta.dirname, '..', '..', 'deploy', 'monitoring');
 
@@ -144,3 +146,14 @@ export async function scrapeCost(podUid: string, url: string, scrapes: number): 
 export const describeCost = (c: ScrapeCost): string =>
   `${c.readsMs.length} scrapes: engine read median ${c.readsMs[Math.floor(c.readsMs.length / 2)]!.toFixed(1)} ms, ` +
   `at most ${c.readsMs.at(-1)!.toFixed(1)} ms; the agent's resident memory ${c.rssBeforeMiB.toFixed(1)} MiB before, ${c.rssAfterMiB.toFixed(1)} MiB after`;
+
+/**
+ * Runs every panel query of an engine's dashboard (as shipped) against `prometheus`, each
+ * variable at Grafana's default: the panels that may be empty say so in their spec.
+ */
+export async function checkEngineDashboard(
+  prometheus: RunningPrometheus,
+  spec: DashboardSpec,
+): Promise<PanelCheck> {
+  return checkPanels(prometheus.url, JSON.parse(dashboardJson(spec)) as GrafanaDashboard, '1m', spec.rows);
+}

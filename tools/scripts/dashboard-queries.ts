@@ -3,7 +3,7 @@
 // value ("All" = allValue, else the first option), substituted into every
 // panel query. For the tests that check "every panel has data"
 // (tools/scripts/deploy.test.ts, apps/manager's in-cluster tests).
-import { DASHBOARD_ROWS } from './dashboards.ts';
+import { DASHBOARD_ROWS, type RowSpec } from './dashboards.ts';
 
 /** The parts of a Grafana dashboard these checks read. */
 export interface GrafanaDashboard {
@@ -104,12 +104,14 @@ export interface PanelCheck {
 /**
  * Runs every panel query with every variable at Grafana's default: a variable
  * set to "All" takes its allValue, any other its first option.
- * `rateInterval` stands in for $__rate_interval.
+ * `rateInterval` stands in for $__rate_interval. `rows` are the dashboard's panels as data,
+ * which say which panel may be empty.
  */
 export async function checkPanels(
   promUrl: string,
   dashboard: GrafanaDashboard,
   rateInterval = '5m',
+  rows: readonly RowSpec[] = DASHBOARD_ROWS,
 ): Promise<PanelCheck> {
   const values: Record<string, string> = { __rate_interval: rateInterval };
   const options: Record<string, string[]> = {};
@@ -125,7 +127,7 @@ export async function checkPanels(
   const notFinite: string[] = [];
   let queries = 0;
   for (const panel of dashboard.panels) {
-    const spec = DASHBOARD_ROWS.flatMap((r) => r.panels).find((p) => p.title === panel.title);
+    const spec = rows.flatMap((r) => r.panels).find((p) => p.title === panel.title);
     for (const t of panel.targets ?? []) {
       queries++;
       const result = await query(promUrl, substitute(t.expr, values));

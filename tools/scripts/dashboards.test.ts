@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { lintDashboard, scan, type DashboardJson } from './dashboard-lint.ts';
 import { dashboardJson } from './dashboards.ts';
+import { ENGINE_DASHBOARDS } from './engine-dashboards.ts';
 
 const file = join(import.meta.dirname, '..', '..', 'deploy', 'grafana', 'regulon.json');
 const shipped = () => JSON.parse(readFileSync(file, 'utf8')) as DashboardJson;
@@ -15,6 +16,28 @@ const shipped = () => JSON.parse(readFileSync(file, 'utf8')) as DashboardJson;
 test("the shipped dashboard passes every rule of Grafana's dashboard linter", () => {
   assert.equal(readFileSync(file, 'utf8'), dashboardJson(), 'deploy/grafana/regulon.json is generated');
   assert.deepEqual(lintDashboard(shipped()), []);
+});
+
+for (const [name, spec] of Object.entries(ENGINE_DASHBOARDS))
+  test(`the engine dashboard ${name} passes every rule of Grafana's dashboard linter, and links back to the manager's`, () => {
+    const path = join(import.meta.dirname, '..', '..', 'deploy', 'grafana', name);
+    assert.equal(readFileSync(path, 'utf8'), dashboardJson(spec), `deploy/grafana/${name} is generated`);
+    const d = JSON.parse(readFileSync(path, 'utf8')) as DashboardJson & { links?: Array<{ url: string }> };
+    assert.deepEqual(lintDashboard(d), []);
+    assert.deepEqual(
+      d.links?.map((l) => l.url),
+      ['/d/regulon-manager'],
+    );
+  });
+
+test("the manager's dashboard links to each engine's", () => {
+  const d = shipped() as DashboardJson & { links?: Array<{ url: string }> };
+  assert.deepEqual(
+    d.links?.map((l) => l.url).sort(),
+    Object.values(ENGINE_DASHBOARDS)
+      .map((e) => `/d/${e.uid}`)
+      .sort(),
+  );
 });
 
 const variable = (d: DashboardJson, name: string) => d.templating!.list!.find((v) => v.name === name)!;

@@ -45,6 +45,7 @@ import { freePort } from '../../packages/testenv/src/ports.ts';
 import { ALERTS, INSTANCE_ALERTS } from './alerts.ts';
 import { checkPanels, type GrafanaDashboard } from './dashboard-queries.ts';
 import { ALL_VALUE } from './dashboards.ts';
+import { ENGINE_DASHBOARDS } from './engine-dashboards.ts';
 import { controllerEnv } from './manifests.ts';
 import { MANAGER, NAMESPACE } from './rbac.ts';
 
@@ -251,7 +252,9 @@ test('deploy/grafana passes a server dry run; deploy/monitoring builds and its S
     data: Record<string, string>;
   };
   assert.equal(cm.metadata.labels['grafana_dashboard'], '1');
-  assert.equal(cm.data['regulon.json'], readFileSync(join(deployDir, 'grafana', 'regulon.json'), 'utf8'));
+  // The manager's dashboard and each engine's, as generated.
+  for (const file of ['regulon.json', ...Object.keys(ENGINE_DASHBOARDS)])
+    assert.equal(cm.data[file], readFileSync(join(deployDir, 'grafana', file), 'utf8'), file);
 
   const objs = parseAllDocuments(await ok('kustomize', join(deployDir, 'monitoring'))).map(
     (d) => d.toJS() as { kind: string; spec: Record<string, unknown>; metadata: { namespace?: string } },

@@ -9,6 +9,7 @@ import { CONTROLLERS, OPTIONS, controllerOptionKeys, type ControllerRegistration
 import { kustomizationYaml as baseKustomizationYaml, yamlDocument } from '@regulon/generate';
 import { prometheusRuleYaml, runbookMarkdown } from './alerts.ts';
 import { dashboardJson } from './dashboards.ts';
+import { ENGINE_DASHBOARDS } from './engine-dashboards.ts';
 import { NAMESPACE, rbacYaml } from './rbac.ts';
 
 export const DEPLOYMENT = 'regulon-manager';
@@ -96,5 +97,8 @@ export function deployFiles(
     [deploy('monitoring/prometheusrule.yaml'), prometheusRuleYaml()],
     [deploy('monitoring/RUNBOOK.md'), runbookMarkdown()],
     [deploy('grafana/regulon.json'), dashboardJson()],
+    ...Object.entries(ENGINE_DASHBOARDS).map(
+      ([file, spec]) => [deploy(`grafana/${file}`), dashboardJson(spec)] as const,
+    ),
   ]);
 }

@@ -31,7 +31,9 @@ import { Cache, type CacheObject } from './api.ts';
 import { cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
 import { setupCacheController } from './index.ts';
 import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
+import { REDIS_DASHBOARD } from '../../../tools/scripts/engine-dashboards.ts';
 import {
+  checkEngineDashboard,
   describeCost,
   scrapeCost,
   untilFiring,
@@ -406,6 +408,10 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
       );
       assert.equal(online.length, REPLICAS - 1, 'the primary lists its replicas online');
       const scraped = (Date.now() - started) / 1000;
+      // The redis dashboard, as shipped: every panel query has data (those that may not say why).
+      const panels = await checkEngineDashboard(prometheus, REDIS_DASHBOARD);
+      assert.deepEqual(panels.empty, [], 'every panel query returns series');
+      assert.deepEqual(panels.notFinite, [], 'every panel query returns a number');
       // Healthy: for 15 evaluations, no alert even pending.
       for (let i = 0; i < 15; i++) {
         assert.deepEqual(
@@ -442,7 +448,7 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
       await removeFiller();
       await untilNoneFiring(prometheus, 60_000);
       t.diagnostic(
-        `a plain Prometheus scraped all ${REPLICAS} instances ${scraped.toFixed(1)} s after it started; no alert in 15 s; ` +
+        `a plain Prometheus scraped all ${REPLICAS} instances ${scraped.toFixed(1)} s after it started; the redis dashboard's ${panels.queries} panel queries each had data; no alert in 15 s; ` +
           `filled past maxmemory: RegulonRedisEvicting firing +${firedAfter.toFixed(1)} s (its for set to 5 s), resolved once the filler went`,
       );
     } finally {

@@ -7,6 +7,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { Kinds } from '@regulon/client';
 import mysql from 'mysql2/promise';
 import { MARIADB_METRICS_PORT } from './mariadb/pod.ts';
+import { MARIADB_DASHBOARD } from '../../../tools/scripts/engine-dashboards.ts';
 import { describeReplication, type SuiteContext } from './testing/replication-suite.ts';
 import { ENGINE_CASES } from './testing/side-by-side.ts';
 import { LOAD_TABLE, readCredentials } from './testing/workload.ts';
@@ -59,6 +60,7 @@ describeReplication({
   uriScheme: 'mysql://',
   instanceAgent: true,
   metrics: {
+    dashboard: MARIADB_DASHBOARD,
     port: MARIADB_METRICS_PORT,
     prefix: 'mysql',
     primary: (text, replicas) => {

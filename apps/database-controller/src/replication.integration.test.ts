@@ -8,6 +8,7 @@ import { Kinds } from '@regulon/client';
 import type { V1Pod } from '@kubernetes/client-node';
 import { POSTGRES_METRICS_PORT } from './postgres/pod.ts';
 import { slotName } from './postgres/start-script.ts';
+import { POSTGRES_DASHBOARD } from '../../../tools/scripts/engine-dashboards.ts';
 import { describeReplication, type SuiteContext } from './testing/replication-suite.ts';
 import { ENGINE_CASES } from './testing/side-by-side.ts';
 import { LOAD_TABLE, readCredentials } from './testing/workload.ts';
@@ -46,6 +47,7 @@ describeReplication({
   uriScheme: 'postgresql://',
   instanceAgent: true,
   metrics: {
+    dashboard: POSTGRES_DASHBOARD,
     port: POSTGRES_METRICS_PORT,
     prefix: 'pg',
     primary: (text, replicas) => {

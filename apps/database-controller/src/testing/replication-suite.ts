@@ -46,7 +46,9 @@ import {
   type TestEnv,
 } from '@regulon/testenv';
 import { ensureManagerImage } from '../../../../tools/manager-image/image.ts';
+import type { DashboardSpec } from '../../../../tools/scripts/dashboards.ts';
 import {
+  checkEngineDashboard,
   describeCost,
   scrapeCost,
   untilFiring,
@@ -127,6 +129,8 @@ export interface EngineUnderTest {
     holdConnections?: (ctx: SuiteContext, host: string, count: number) => Promise<{ close(): Promise<void> }>;
     /** The series that says how many connections the engine accepts. */
     connectionLimit?: string;
+    /** The engine's dashboard (tools/scripts/engine-dashboards.ts), every panel of which must have data. */
+    dashboard: DashboardSpec;
   };
 }
 
@@ -619,6 +623,10 @@ export function describeReplication(e: EngineUnderTest): void {
           60_000,
           500,
         );
+        // The engine's dashboard, as shipped: every panel query has data (those that may not say why).
+        const panels = await checkEngineDashboard(prometheus, m.dashboard);
+        assert.deepEqual(panels.empty, [], 'every panel query returns series');
+        assert.deepEqual(panels.notFinite, [], 'every panel query returns a number');
         // Healthy: for 20 evaluations, no alert even pending.
         for (let i = 0; i < 20; i++) {
           assert.deepEqual(
@@ -672,6 +680,7 @@ export function describeReplication(e: EngineUnderTest): void {
           }
           await explained(untilNoneFiring(prometheus, 60_000));
         }
+        t.diagnostic(`dashboard ${m.dashboard.uid}: ${panels.queries} panel queries, each with data`);
         t.diagnostic(
           `alerts: none in 20 s on the healthy Database (Prometheus watched for ${((Date.now() - started) / 1000).toFixed(0)} s in all); ` +
             `the replica's receive blocked: RegulonReplicaNotStreaming firing +${firedAfter.toFixed(1)} s (its for set to 5 s) for ${fired
