@@ -27,3 +27,13 @@ export {
   type AgentCommandOptions,
   type AgentGrant,
 } from './pod.ts';
+export {
+  CUSTOM_QUERIES_BUDGET_MS,
+  CUSTOM_QUERY_ROW_LIMIT,
+  CUSTOM_QUERY_TIMEOUT_MS,
+  MAX_CUSTOM_QUERIES,
+  parseCustomQueries,
+  type CustomQueriesSource,
+  type CustomQuery,
+  type ParsedCustomQueries,
+} from './metrics/custom-queries.ts';
