@@ -8,6 +8,7 @@ import { isNotFound, isUnauthorized, Kinds, type KubeClient } from '@regulon/cli
 import { LeaderElector } from '@regulon/runtime';
 import { realClock, sleep, type Logger } from '@regulon/util';
 import type { AgentConfig } from './config.ts';
+import { CustomQueries, shellQueryRunner } from './metrics/custom-queries.ts';
 import { METRICS_ENGINES } from './metrics/engines.ts';
 import { serveMetrics, type MetricsServer } from './metrics/server.ts';
 import { METRICS_QUERY_ENV } from './pod.ts';
@@ -178,11 +179,28 @@ function publishMetrics(
 ): MetricsServer {
   const engine = METRICS_ENGINES[m.engine]!;
   const env = engine.query ? { [METRICS_QUERY_ENV]: engine.query } : undefined;
+  // The user's queries run beside the engine's own read, each its own client process, within a
+  // budget that ends before the scrape's (custom-queries.ts).
+  const custom = m.queriesFiles?.length
+    ? new CustomQueries({
+        engine: m.engine,
+        prefix: engine.prefix,
+        files: m.queriesFiles,
+        run: shellQueryRunner(m.command, METRICS_QUERY_ENV),
+        log,
+      })
+    : undefined;
   return serveMetrics({
     port: m.port,
     engine: engine.prefix,
     log,
-    read: async (signal) => engine.reading((await ask(m.command, signal, env)) ?? ''),
+    read: async (signal) => {
+      const [reading, answers] = await Promise.all([
+        ask(m.command, signal, env).then((out) => engine.reading(out ?? '')),
+        custom?.read(signal),
+      ]);
+      return custom && answers ? custom.publish(reading, answers) : reading;
+    },
     own: () => [
       {
         name: 'regulon_instance_primary_lease_held',

@@ -2,6 +2,7 @@
 // caller, so a mistake is the manager's bug: it is reported in one line and
 // the agent exits before starting the engine.
 import { parseArgs } from 'node:util';
+import { CUSTOM_QUERY_DIALECTS } from './metrics/custom-queries.ts';
 import { METRICS_ENGINES } from './metrics/engines.ts';
 
 export interface AgentConfig {
@@ -31,7 +32,15 @@ export interface AgentConfig {
    * Where the agent publishes the engine's metrics (GET /metrics): the port, which engine's
    * answer (a key of METRICS_ENGINES) and the shell command that prints it. Undefined: none.
    */
-  metrics: { port: number; engine: string; command: string } | undefined;
+  metrics:
+    | {
+        port: number;
+        engine: string;
+        command: string;
+        /** Files of user-defined queries (metrics/custom-queries.ts), read at each scrape; postgres and mariadb. */
+        queriesFiles?: string[] | undefined;
+      }
+    | undefined;
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
@@ -54,7 +63,7 @@ export const DEFAULT_TIMINGS = {
 
 export const USAGE =
   'usage: regulon-instance-agent --namespace NS --lease NAME [--identity POD] --role-command CMD [--quorum-command CMD] ' +
-  '[--pod-uid UID] [--metrics-port N --metrics-engine ENGINE --metrics-command CMD] [--lease-duration-ms N --renew-deadline-ms N --retry-period-ms N --role-interval-ms N --acquire-grace-ms N] ' +
+  '[--pod-uid UID] [--metrics-port N --metrics-engine ENGINE --metrics-command CMD [--metrics-queries-file FILE]...] [--lease-duration-ms N --renew-deadline-ms N --retry-period-ms N --role-interval-ms N --acquire-grace-ms N] ' +
   '-- ENGINE [ARGS...]';
 
 export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): AgentConfig {
@@ -72,6 +81,7 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       'metrics-port': { type: 'string' },
       'metrics-engine': { type: 'string' },
       'metrics-command': { type: 'string' },
+      'metrics-queries-file': { type: 'string', multiple: true },
       'lease-duration-ms': { type: 'string' },
       'renew-deadline-ms': { type: 'string' },
       'retry-period-ms': { type: 'string' },
@@ -84,7 +94,8 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     return value;
   };
   const ms = (name: keyof typeof DEFAULT_TIMINGS, flag: string): number => {
-    const raw = values[flag as keyof typeof values];
+    // A timing flag is a single string (only --metrics-queries-file repeats).
+    const raw = values[flag as keyof typeof values] as string | undefined;
     if (raw === undefined) return DEFAULT_TIMINGS[name];
     const n = Number(raw);
     if (!Number.isInteger(n) || n <= 0)
@@ -99,6 +110,10 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     throw new Error(
       'instance agent: --metrics-port, --metrics-engine and --metrics-command go together: give all three or none',
     );
+  if (values['metrics-queries-file']?.length && !values['metrics-port'])
+    throw new Error(
+      'instance agent: --metrics-queries-file needs --metrics-port, --metrics-engine and --metrics-command: the queries run through the metrics command',
+    );
   let metrics: AgentConfig['metrics'];
   if (values['metrics-port']) {
     const port = Number(values['metrics-port']);
@@ -111,7 +126,17 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       throw new Error(
         `instance agent: --metrics-engine "${engine}" is not one the agent knows (${Object.keys(METRICS_ENGINES).join(', ')})`,
       );
-    metrics = { port, engine, command: values['metrics-command']! };
+    const queriesFiles = values['metrics-queries-file'];
+    if (queriesFiles?.length && !Object.hasOwn(CUSTOM_QUERY_DIALECTS, engine))
+      throw new Error(
+        `instance agent: --metrics-queries-file: the ${engine} engine runs no user-defined queries (${Object.keys(CUSTOM_QUERY_DIALECTS).join(', ')} do)`,
+      );
+    metrics = {
+      port,
+      engine,
+      command: values['metrics-command']!,
+      ...(queriesFiles?.length ? { queriesFiles } : {}),
+    };
   }
   const config: AgentConfig = {
     namespace: required('namespace', values.namespace),

@@ -63,7 +63,15 @@ export interface AgentCommandOptions {
   /** The engine's start command, the agent's child. */
   engine: string[];
   /** Where the agent publishes the engine's metrics (see AgentConfig.metrics); none without it. */
-  metrics?: { port: number; engine: string; command: string } | undefined;
+  metrics?:
+    | {
+        port: number;
+        engine: string;
+        command: string;
+        /** Files of user-defined queries the container mounts (--metrics-queries-file each). */
+        queriesFiles?: readonly string[] | undefined;
+      }
+    | undefined;
 }
 
 /**
@@ -105,6 +113,7 @@ export function agentCommand(o: AgentCommandOptions): string[] {
           o.metrics.engine,
           '--metrics-command',
           literal(o.metrics.command),
+          ...(o.metrics.queriesFiles ?? []).flatMap((f) => ['--metrics-queries-file', literal(f)]),
         ]
       : []),
     '--',
