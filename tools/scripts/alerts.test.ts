@@ -104,13 +104,15 @@ const otherOperator = [
  * series is named by its metric and pod, with any further labels after the pod:
  * `pg_up orders-1`, `pg_replication_slots_active orders-0`.
  */
+/** A memcached instance: a Deployment's Pod, whose series carry no role (memcached has no primary). */
+const MC = 'pages-7f9c4-x2k8l';
 const at = (pod: string) => {
-  const owner = pod.replace(/-\d+$/, '');
-  const role = pod.endsWith('-0') ? 'primary' : 'replica';
-  return `job="regulon-instances", namespace="shop", owner="${owner}", pod="${pod}", role="${role}"`;
+  const owner = pod.split('-')[0]!;
+  const role = pod === MC ? '' : `, role="${pod.endsWith('-0') ? 'primary' : 'replica'}"`;
+  return `job="regulon-instances", namespace="shop", owner="${owner}", pod="${pod}"${role}`;
 };
 /** What an alert on an instance carries: its grouping labels. */
-const instance = (pod: string) => `namespace="shop", owner="${pod.replace(/-\d+$/, '')}", pod="${pod}"`;
+const instance = (pod: string) => `namespace="shop", owner="${pod.split('-')[0]!}", pod="${pod}"`;
 const HEALTHY_INSTANCES: Record<string, [labels: string, values: string]> = {
   'pg_up orders-0': ['', '1x60'],
   'pg_up orders-1': ['', '1x60'],
@@ -146,6 +148,10 @@ const HEALTHY_INSTANCES: Record<string, [labels: string, values: string]> = {
   'redis_memory_used_bytes sessions-0': ['', '62000000x60'],
   'redis_memory_max_bytes sessions-0': ['', '64000000x60'],
   'redis_evicted_keys_total sessions-0': ['', '0x60'],
+  [`memcached_up ${MC}`]: ['', '1x60'],
+  [`memcached_uptime_seconds ${MC}`]: ['', '600+60x60'],
+  [`memcached_current_connections ${MC}`]: ['', '10x60'],
+  [`memcached_max_connections ${MC}`]: ['', '1024x60'],
 };
 const instances = (
   change: Record<string, string> = {},
@@ -471,15 +477,19 @@ const ruleTests = (rulesFile: string) => ({
     {
       name: 'an engine stops answering its agent: RegulonInstanceEngineDown after 5 minutes, for that Pod',
       interval: '1m',
-      input_series: [...replicas, ...instances({ 'pg_up orders-1': '1 1 0x58' })],
+      input_series: [
+        ...replicas,
+        ...instances({ 'pg_up orders-1': '1 1 0x58', [`memcached_up ${MC}`]: '1 1 0x58' }),
+      ],
       promql_expr_test: [
         noneFiringAt(5),
         {
           expr: 'ALERTS{alertstate="firing"}',
           eval_time: '10m',
-          exp_samples: [
-            { labels: firing('RegulonInstanceEngineDown', instance('orders-1'), 'warning'), value: 1 },
-          ],
+          exp_samples: ['orders-1', MC].map((pod) => ({
+            labels: firing('RegulonInstanceEngineDown', instance(pod), 'warning'),
+            value: 1,
+          })),
         },
       ],
     },
@@ -587,6 +597,7 @@ const ruleTests = (rulesFile: string) => ({
           'pg_stat_activity_count orders-0': '40 40 90x58',
           'mysql_global_status_threads_connected ledger-0': '20 20 140x58',
           'redis_connected_clients sessions-0': '12 12 9000x58',
+          [`memcached_current_connections ${MC}`]: '10 10 900x58',
         }),
       ],
       promql_expr_test: [
@@ -594,7 +605,7 @@ const ruleTests = (rulesFile: string) => ({
         {
           expr: 'ALERTS{alertstate="firing"}',
           eval_time: '10m',
-          exp_samples: ['orders-0', 'ledger-0', 'sessions-0'].map((pod) => ({
+          exp_samples: ['orders-0', 'ledger-0', 'sessions-0', MC].map((pod) => ({
             labels: firing('RegulonInstanceConnectionsNearLimit', instance(pod), 'warning'),
             value: 1,
           })),
@@ -630,6 +641,7 @@ const ruleTests = (rulesFile: string) => ({
         ...instances({
           'pg_postmaster_start_time_seconds orders-1': '1700000000x5 1700000400x3 1700000700x50',
           'redis_uptime_in_seconds sessions-1': '600+60x5 0+60x3 0+60x50',
+          [`memcached_uptime_seconds ${MC}`]: '600+60x5 0+60x3 0+60x50',
         }),
       ],
       promql_expr_test: [
@@ -637,7 +649,7 @@ const ruleTests = (rulesFile: string) => ({
         {
           expr: 'ALERTS{alertstate="firing"}',
           eval_time: '10m',
-          exp_samples: ['orders-1', 'sessions-1'].map((pod) => ({
+          exp_samples: ['orders-1', 'sessions-1', MC].map((pod) => ({
             labels: firing('RegulonInstanceRestarting', instance(pod), 'warning'),
             value: 1,
           })),

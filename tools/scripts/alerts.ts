@@ -207,13 +207,16 @@ export const INSTANCE_THRESHOLDS = {
 const T = INSTANCE_THRESHOLDS;
 /** An instance: what its series share, whoever scrapes it. */
 const BY_INSTANCE = 'namespace, owner, pod';
+/** The engines with a primary: NoPrimary counts their roles. */
 const ENGINE_UP = '{__name__=~"pg_up|mysql_up|redis_up"}';
+/** Every engine's agent answers its scrape with one of these. */
+const ANY_ENGINE_UP = '{__name__=~"pg_up|mysql_up|redis_up|memcached_up"}';
 
 export const INSTANCE_ALERTS: readonly AlertRule[] = [
   {
     alert: 'RegulonInstanceEngineDown',
     // The agent answers its scrape, the engine does not answer the agent (hung, starting, refusing its superuser).
-    expr: `max by (${BY_INSTANCE}) (${ENGINE_UP}) == 0`,
+    expr: `max by (${BY_INSTANCE}) (${ANY_ENGINE_UP}) == 0`,
     for: '5m',
     labels: { severity: 'warning' },
     annotations: {
@@ -287,7 +290,9 @@ or max by (${BY_INSTANCE}) (pg_wal_archive_oldest_ready_age_seconds{role="primar
 or max by (${BY_INSTANCE}) (mysql_global_status_threads_connected)
   / on (${BY_INSTANCE}) max by (${BY_INSTANCE}) (mysql_global_variables_max_connections) > ${T.connectionsRatio}
 or max by (${BY_INSTANCE}) (redis_connected_clients)
-  / on (${BY_INSTANCE}) max by (${BY_INSTANCE}) (redis_config_maxclients) > ${T.connectionsRatio}`,
+  / on (${BY_INSTANCE}) max by (${BY_INSTANCE}) (redis_config_maxclients) > ${T.connectionsRatio}
+or max by (${BY_INSTANCE}) (memcached_current_connections)
+  / on (${BY_INSTANCE}) max by (${BY_INSTANCE}) (memcached_max_connections) > ${T.connectionsRatio}`,
     for: '5m',
     labels: { severity: 'warning' },
     annotations: {
@@ -312,7 +317,8 @@ and on (${BY_INSTANCE}) sum by (${BY_INSTANCE}) (increase(redis_evicted_keys_tot
     // A start time that changed, or an uptime that went back, twice within the window.
     expr: `max by (${BY_INSTANCE}) (changes(pg_postmaster_start_time_seconds[${T.restartWindow}])) >= ${T.restarts}
 or max by (${BY_INSTANCE}) (resets(mysql_global_status_uptime[${T.restartWindow}])) >= ${T.restarts}
-or max by (${BY_INSTANCE}) (resets(redis_uptime_in_seconds[${T.restartWindow}])) >= ${T.restarts}`,
+or max by (${BY_INSTANCE}) (resets(redis_uptime_in_seconds[${T.restartWindow}])) >= ${T.restarts}
+or max by (${BY_INSTANCE}) (resets(memcached_uptime_seconds[${T.restartWindow}])) >= ${T.restarts}`,
     for: '0s',
     labels: { severity: 'warning' },
     annotations: {

@@ -506,7 +506,8 @@ export function buildDashboard(spec: DashboardSpec): Dashboard {
 export const ENGINE_DASHBOARD_LINKS = [
   { title: 'PostgreSQL instances', uid: 'regulon-postgres', tooltip: "Databases' postgres instances" },
   { title: 'MariaDB instances', uid: 'regulon-mariadb', tooltip: "Databases' MariaDB instances" },
-  { title: 'Redis instances', uid: 'regulon-redis', tooltip: "Replicated Caches' redis instances" },
+  { title: 'Redis instances', uid: 'regulon-redis', tooltip: "Caches' redis instances" },
+  { title: 'Memcached instances', uid: 'regulon-memcached', tooltip: "Caches' memcached instances" },
 ] as const;
 
 export const MANAGER_DASHBOARD: DashboardSpec = {

@@ -39,7 +39,7 @@ import { ImageCatalog } from '@regulon/image-catalog';
 import { CONTROLLERS } from '@regulon/manager';
 import { ensurePrometheus, start, type TestEnv } from '@regulon/testenv';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { desiredStatefulSet } from '../../apps/cache-controller/src/children.ts';
+import { desiredDeployment, desiredStatefulSet } from '../../apps/cache-controller/src/children.ts';
 import { parsePrometheusText } from '../../packages/runtime/src/testing/prometheus.ts';
 import { freePort } from '../../packages/testenv/src/ports.ts';
 import { ALERTS, INSTANCE_ALERTS } from './alerts.ts';
@@ -285,8 +285,20 @@ test('deploy/grafana passes a server dry run; deploy/monitoring builds and its S
       auth: { enabled: true },
     },
   });
+  const memcached = Cache.object({
+    metadata: { name: 'pages', namespace: 'shop', uid: 'u2', generation: 1 },
+    spec: {
+      engine: 'memcached',
+      version: '1.6.18',
+      replicas: 2,
+      memory: '64Mi',
+      maxMemoryPercent: 75,
+      auth: { enabled: true },
+    },
+  });
   const templates = [
     desiredStatefulSet(cache, 'regulon.local/redis:7.0', 3, 'regulon.local/manager:1').spec!.template,
+    desiredDeployment(memcached, 'regulon.local/memcached:1.6', 'regulon.local/manager:1').spec!.template,
     // A Database's, of each engine whose Pods run under the agent.
     ...(['postgres', 'mariadb'] as const).map((engine) => {
       const db = {

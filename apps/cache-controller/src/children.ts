@@ -42,12 +42,8 @@ import {
 } from './names.ts';
 import { replicatedRedisScript, TOPOLOGY_MOUNT } from './replication/start-script.ts';
 import { MEMBERS_KEY, topologyData, type Topology } from '@regulon/conventions';
-import {
-  REDIS_METRICS_COMMAND,
-  REDIS_METRICS_PORT,
-  REDIS_QUORUM_COMMAND,
-  REDIS_ROLE_COMMAND,
-} from './replication/agent.ts';
+import { ENGINE_METRICS } from './metrics.ts';
+import { REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
 import { DEFAULT_MEMCACHED_USER, ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
 import type { ImageCatalog } from '@regulon/image-catalog';
 
@@ -306,12 +302,15 @@ function podTemplate(
     ...(engine === 'redis' && !persistent(cache) ? [{ name: 'data', emptyDir: {} }] : []),
     ...(replicated(cache) ? [{ name: 'topology', configMap: { name: n.topology } }] : []),
   ];
-  const agent = runsAgent(cache, agentImage)
+  // Every instance publishes its engine's metrics through the agent; a replicated redis's agent
+  // also holds the primary Lease, and only it needs a token.
+  const leased = runsAgent(cache, agentImage);
+  const agent = agentImage
     ? underAgent(container, {
-        lease: n.primaryLease,
-        roleCommand: REDIS_ROLE_COMMAND,
-        quorumCommand: REDIS_QUORUM_COMMAND,
-        metrics: { port: REDIS_METRICS_PORT, engine: 'redis', command: REDIS_METRICS_COMMAND },
+        ...(leased
+          ? { lease: n.primaryLease, roleCommand: REDIS_ROLE_COMMAND, quorumCommand: REDIS_QUORUM_COMMAND }
+          : {}),
+        metrics: ENGINE_METRICS[engine],
         image: agentImage,
         securityContext: restrictedContainerSecurityContext(),
       })
@@ -319,7 +318,7 @@ function podTemplate(
   return {
     metadata: { labels: labels(cache), annotations: { [CONFIG_HASH_ANNOTATION]: contentHash(content) } },
     spec: {
-      ...(agent
+      ...(leased
         ? { serviceAccountName: n.serviceAccount, automountServiceAccountToken: true }
         : { automountServiceAccountToken: false }),
       enableServiceLinks: false,
@@ -332,8 +331,11 @@ function podTemplate(
   };
 }
 
-/** `imageRef`: the catalog's image for spec.version (default: the official one). */
-export function desiredDeployment(cache: CacheObject, imageRef?: string): V1Deployment {
+/**
+ * `imageRef`: the catalog's image for spec.version (default: the official one); `agentImage`: the
+ * manager image the instance agent comes from, which publishes each instance's metrics.
+ */
+export function desiredDeployment(cache: CacheObject, imageRef?: string, agentImage?: string): V1Deployment {
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -344,7 +346,7 @@ export function desiredDeployment(cache: CacheObject, imageRef?: string): V1Depl
       // Surge first: capacity never drops below spec.replicas during a roll.
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       revisionHistoryLimit: 3,
-      template: podTemplate(cache, imageRef),
+      template: podTemplate(cache, imageRef, agentImage),
     },
   };
 }
@@ -413,7 +415,7 @@ export function desiredWorkload(
 ): V1Deployment | V1StatefulSet {
   return stateful(cache)
     ? desiredStatefulSet(cache, imageRef, instances, agentImage)
-    : desiredDeployment(cache, imageRef);
+    : desiredDeployment(cache, imageRef, agentImage);
 }
 
 /**

@@ -3,10 +3,12 @@
 // the manager's failover when the primary's Pod is deleted under a write load.
 // A writer in a client Pod writes through the client Service; a sampler on
 // the host asks every instance's ROLE every 200 ms. Each instance's agent
-// publishes redis's metrics, scraped from the host. Figures (outage, keys
+// publishes redis's metrics, scraped from the host (a memcached Cache beside it
+// too, in the Prometheus scenario). Figures (outage, keys
 // lost, time until every instance replicates again) are test diagnostics:
 //   npx regulon-testenv exec -- npx node --test apps/cache-controller/src/replicated.integration.test.ts
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -31,7 +33,7 @@ import { Cache, type CacheObject } from './api.ts';
 import { cond, kubectlIn, serviceTargets } from './testing/real-node.ts';
 import { setupCacheController } from './index.ts';
 import { ensureManagerImage } from '../../../tools/manager-image/image.ts';
-import { REDIS_DASHBOARD } from '../../../tools/scripts/engine-dashboards.ts';
+import { MEMCACHED_DASHBOARD, REDIS_DASHBOARD } from '../../../tools/scripts/engine-dashboards.ts';
 import {
   assertNoneFiring,
   checkEngineDashboard,
@@ -41,7 +43,9 @@ import {
   untilNoneFiring,
   watchInstances,
 } from '../../../tools/monitoring/instances.ts';
-import { REDIS_METRICS_PORT, REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
+import { MEMCACHED_METRICS_PORT, REDIS_METRICS_PORT } from './metrics.ts';
+import { ENGINE_DEFAULTS } from './versions.ts';
+import { REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts';
 import {
   askRedis,
   isRedisServer,
@@ -55,6 +59,9 @@ import { parsePrometheusText, sampleValue } from '../../../packages/runtime/src/
 
 const CLIENT_POD = 'client';
 const NAME = 'sessions';
+/** A memcached Cache beside it, whose instances the Prometheus scenario scrapes too. */
+const MEMCACHED = 'pages';
+const MEMCACHED_REPLICAS = 2;
 const REPLICAS = 3;
 /** How long the writer writes; the primary's Pod is deleted WRITER_WARMUP_S into it. */
 const WRITER_SECONDS = 70;
@@ -74,6 +81,22 @@ const SCRAPE_BOUND_MS = 500;
 const API_OUTAGE_S = 60;
 
 const settled = (c: CacheObject) => settledWith(c, REPLICAS);
+
+/**
+ * One memcached session from this host (the real node's Pod addresses are routed here): the login
+ * memcached's --auth-file asks for (`set` of "user password"), then `commands`, then quit; the
+ * whole answer after the login's STORED.
+ */
+async function askMemcached(host: string, user: string, password: string, commands: string): Promise<string> {
+  const socket = connect(ENGINE_DEFAULTS.memcached.port, host);
+  socket.setTimeout(5_000, () => socket.destroy(new Error(`memcached at ${host}: no answer in 5 s`)));
+  const token = Buffer.from(`${user} ${password}`);
+  socket.write(`set auth 0 0 ${token.length}\r\n${token.toString()}\r\n${commands}quit\r\n`);
+  let answer = '';
+  for await (const chunk of socket) answer += String(chunk);
+  assert.match(answer, /^STORED\r\n/, `memcached at ${host} accepted the login: ${answer.slice(0, 80)}`);
+  return answer.slice('STORED\r\n'.length);
+}
 const readyPod = (p: V1Pod) =>
   !p.metadata?.deletionTimestamp &&
   (p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
@@ -193,6 +216,19 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
           maxMemoryPercent: 50,
           auth: {},
           replication: { failoverDelaySeconds: FAILOVER_DELAY_S },
+        },
+      }),
+    );
+    await caches().create(
+      Cache.object({
+        metadata: { name: MEMCACHED, namespace: ns },
+        spec: {
+          engine: 'memcached',
+          version: local.memcached![0]!.version,
+          replicas: MEMCACHED_REPLICAS,
+          memory: '64Mi',
+          maxMemoryPercent: 75,
+          auth: {},
         },
       }),
     );
@@ -409,8 +445,69 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
       );
       assert.equal(online.length, REPLICAS - 1, 'the primary lists its replicas online');
       const scraped = (Date.now() - started) / 1000;
+      // The memcached Cache beside it: each instance found by the same job, without a role.
+      const pages = await eventually(
+        'the memcached Cache Ready',
+        async () => {
+          const m = await caches().get(MEMCACHED, { namespace: ns });
+          return (
+            m.status?.observedGeneration === m.metadata.generation && cond(m, 'Ready')?.status === 'True' && m
+          );
+        },
+        120_000,
+      );
+      const mcUp = await eventually(
+        'every memcached instance scraped',
+        async () => {
+          const r = await prometheus.query(
+            `memcached_up{job="regulon-instances", owner="${MEMCACHED}"} == 1`,
+          );
+          return r.length === MEMCACHED_REPLICAS && r;
+        },
+        60_000,
+        500,
+      );
+      assert.ok(
+        mcUp.every((x) => x.metric['role'] === undefined && x.metric['namespace'] === ns),
+        `memcached's series carry no role: ${JSON.stringify(mcUp.map((x) => x.metric))}`,
+      );
+      // Through its login, on each instance: a set, two gets that hit and one that misses.
+      const mcSecret = await client.resource(Kinds.Secret).get(`${MEMCACHED}-credentials`, { namespace: ns });
+      const decode = (key: string) => Buffer.from(mcSecret.data![key]!, 'base64').toString('utf8');
+      const mcPods = (
+        await pods().list({ namespace: ns, labelSelector: `app.kubernetes.io/instance=${MEMCACHED}` })
+      ).items.filter(readyPod);
+      assert.equal(mcPods.length, MEMCACHED_REPLICAS, `${pages.metadata.name}'s ready Pods`);
+      for (const p of mcPods) {
+        const answer = await askMemcached(
+          p.status!.podIP!,
+          decode('username'),
+          decode('password'),
+          'set greeting 0 0 5\r\nhello\r\nget greeting\r\nget greeting\r\nget missing\r\n',
+        );
+        assert.match(answer, /^STORED\r\nVALUE greeting 0 5\r\nhello\r\nEND\r\n/, answer);
+      }
       // Healthy: no alert fires for 15 evaluations.
       await assertNoneFiring(prometheus, 15);
+      // Two of each instance's three gets hit: the ratio the dashboard shows, from the agent's counters.
+      const ratios = await prometheus.query(
+        `sum by (pod) (rate(memcached_commands_total{owner="${MEMCACHED}", command="get", status="hit"}[1m])) / sum by (pod) (rate(memcached_commands_total{owner="${MEMCACHED}", command="get"}[1m]))`,
+      );
+      assert.equal(ratios.length, MEMCACHED_REPLICAS, JSON.stringify(ratios));
+      for (const r of ratios)
+        assert.ok(Math.abs(Number(r.value[1]) - 2 / 3) < 0.01, `hit ratio ${r.value[1]}`);
+      const mcPanels = await checkEngineDashboard(prometheus, MEMCACHED_DASHBOARD);
+      assert.deepEqual(mcPanels.empty, [], 'every memcached panel query returns series');
+      assert.deepEqual(mcPanels.notFinite, [], 'every memcached panel query returns a number');
+      const mcCost = await scrapeCost(
+        mcPods[0]!.metadata!.uid!,
+        `http://${mcPods[0]!.status!.podIP!}:${MEMCACHED_METRICS_PORT}/metrics`,
+        20,
+      );
+      assert.ok(mcCost.readsMs.at(-1)! < SCRAPE_BOUND_MS, describeCost(mcCost));
+      t.diagnostic(
+        `memcached: ${MEMCACHED_REPLICAS} instances scraped, hit ratio 2/3 as served, its dashboard's ${mcPanels.queries} panel queries with data; ${describeCost(mcCost)}`,
+      );
       // The redis dashboard, as shipped, 15 scrapes in: every panel query has data (those that may not say why).
       const panels = await checkEngineDashboard(prometheus, REDIS_DASHBOARD);
       assert.deepEqual(panels.empty, [], 'every panel query returns series');

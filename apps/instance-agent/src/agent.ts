@@ -60,42 +60,18 @@ export interface AgentRun {
   /** A graceful stop (the kubelet's SIGTERM): the engine is stopped, then the Lease released. */
   stop(): void;
   engine: EngineProcess;
-  guard: PrimaryGuard;
+  /** Undefined for an engine without a primary (no --lease): the agent supervises it and publishes its metrics. */
+  guard: PrimaryGuard | undefined;
 }
 
-export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): AgentRun {
-  const { quorumCommand } = config;
+/** `client` is needed only with a Lease (config.lease); an agent for metrics alone makes no API call. */
+export function runAgent(config: AgentConfig, client: KubeClient | undefined, log: Logger): AgentRun {
   const engine = new EngineProcess(config.engine);
-  log.info(
-    { identity: config.identity, lease: `${config.namespace}/${config.lease}`, pid: engine.pid },
-    'engine started',
-  );
-  const guard = new PrimaryGuard({
-    identity: config.identity,
-    clock: realClock,
-    log,
-    roleIntervalMs: config.roleIntervalMs,
-    acquireGraceMs: config.acquireGraceMs,
-    acceptsWrites: async (signal) => parseRole(await ask(config.roleCommand, signal)),
-    quorum: quorumCommand ? async (signal) => parseQuorum(await ask(quorumCommand, signal)) : undefined,
-    fence: () => engine.fence(),
-    campaign: (callbacks) =>
-      new LeaderElector({
-        client,
-        namespace: config.namespace,
-        name: config.lease,
-        identity: config.identity,
-        leaseDurationMs: config.leaseDurationMs,
-        renewDeadlineMs: config.renewDeadlineMs,
-        retryPeriodMs: config.retryPeriodMs,
-        logger: log,
-        onStartedLeading: () => callbacks.onStartedLeading(),
-        onStoppedLeading: () => callbacks.onStoppedLeading(),
-        onNewLeader: (identity) => callbacks.onNewLeader(identity),
-      }),
-  });
-  const guarding = guard.run();
-  const watchingPod = config.podUid ? watchOwnPod(config, config.podUid, client, guard, log) : undefined;
+  const guard = config.lease ? guardPrimary(config, engine, client, log) : undefined;
+  if (!guard) log.info({ identity: config.identity, pid: engine.pid }, 'engine started; no primary Lease');
+  const guarding = guard?.run();
+  const watchingPod =
+    guard && client && config.podUid ? watchOwnPod(config, config.podUid, client, guard, log) : undefined;
   const metrics = config.metrics && publishMetrics(config.metrics, guard, log);
 
   const done = (async (): Promise<number> => {
@@ -104,11 +80,11 @@ export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): 
     // postmaster) goes too: only then is nothing left that accepts writes,
     // and only then may the Lease go.
     engine.killRemaining();
-    await guard.stop();
+    await guard?.stop();
     await guarding;
     watchingPod?.abort();
     await metrics?.close();
-    const reason = guard.fencedBecause;
+    const reason = guard?.fencedBecause;
     if (reason !== undefined) {
       log.error({ reason, exit }, 'engine fenced; exiting so that the container restarts');
       return FENCED_EXIT_CODE;
@@ -123,6 +99,46 @@ export function runAgent(config: AgentConfig, client: KubeClient, log: Logger): 
     engine,
     guard,
   };
+}
+
+/** The primary Lease kept in step with the engine's role (primary-guard.ts). */
+function guardPrimary(
+  config: AgentConfig,
+  engine: EngineProcess,
+  client: KubeClient | undefined,
+  log: Logger,
+): PrimaryGuard {
+  const { quorumCommand, roleCommand } = config;
+  if (!client || !roleCommand)
+    throw new Error('instance agent: a primary Lease needs a client and a role command');
+  log.info(
+    { identity: config.identity, lease: `${config.namespace}/${config.lease}`, pid: engine.pid },
+    'engine started',
+  );
+  return new PrimaryGuard({
+    identity: config.identity,
+    clock: realClock,
+    log,
+    roleIntervalMs: config.roleIntervalMs,
+    acquireGraceMs: config.acquireGraceMs,
+    acceptsWrites: async (signal) => parseRole(await ask(roleCommand, signal)),
+    quorum: quorumCommand ? async (signal) => parseQuorum(await ask(quorumCommand, signal)) : undefined,
+    fence: () => engine.fence(),
+    campaign: (callbacks) =>
+      new LeaderElector({
+        client,
+        namespace: config.namespace,
+        name: config.lease!,
+        identity: config.identity,
+        leaseDurationMs: config.leaseDurationMs,
+        renewDeadlineMs: config.renewDeadlineMs,
+        retryPeriodMs: config.retryPeriodMs,
+        logger: log,
+        onStartedLeading: () => callbacks.onStartedLeading(),
+        onStoppedLeading: () => callbacks.onStoppedLeading(),
+        onNewLeader: (identity) => callbacks.onNewLeader(identity),
+      }),
+  });
 }
 
 /**
@@ -171,10 +187,10 @@ function watchOwnPod(
   return stop;
 }
 
-/** The engine's metrics on their port, read by its metrics command, beside whether this agent holds the Lease. */
+/** The engine's metrics on their port, read by its metrics command, beside whether this agent holds the Lease (when there is one). */
 function publishMetrics(
   m: NonNullable<AgentConfig['metrics']>,
-  guard: PrimaryGuard,
+  guard: PrimaryGuard | undefined,
   log: Logger,
 ): MetricsServer {
   const engine = METRICS_ENGINES[m.engine]!;
@@ -201,14 +217,17 @@ function publishMetrics(
       ]);
       return custom && answers ? custom.publish(reading, answers) : reading;
     },
-    own: () => [
-      {
-        name: 'regulon_instance_primary_lease_held',
-        help: "1 while this instance's agent holds the primary Lease",
-        type: 'gauge',
-        value: guard.holdsLease ? 1 : 0,
-      },
-    ],
+    own: () =>
+      guard
+        ? [
+            {
+              name: 'regulon_instance_primary_lease_held',
+              help: "1 while this instance's agent holds the primary Lease",
+              type: 'gauge',
+              value: guard.holdsLease ? 1 : 0,
+            },
+          ]
+        : [],
   });
 }
 

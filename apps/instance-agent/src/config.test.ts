@@ -54,6 +54,33 @@ describe('parseAgentArgs', () => {
     );
   });
 
+  test('without a Lease, metrics only: the Lease and the role command go together, and then the metrics are required', () => {
+    const metrics = ['--metrics-port', '9150', '--metrics-engine', 'memcached', '--metrics-command', 'stats'];
+    const c = parseAgentArgs(['--namespace', 'shop', ...metrics, '--', 'memcached'], { POD_NAME: 'p' });
+    assert.equal(c.lease, undefined);
+    assert.equal(c.roleCommand, undefined);
+    assert.deepEqual(c.metrics, { port: 9150, engine: 'memcached', command: 'stats' });
+    assert.throws(
+      () => parseAgentArgs(['--namespace', 'shop', '--lease', 'l', ...metrics, '--', 'e'], { POD_NAME: 'p' }),
+      /--lease and --role-command go together/,
+    );
+    assert.throws(
+      () => parseAgentArgs(['--namespace', 'shop', '--role-command', 'c', '--', 'e'], { POD_NAME: 'p' }),
+      /--lease and --role-command go together/,
+    );
+    assert.throws(
+      () =>
+        parseAgentArgs(['--namespace', 'shop', '--quorum-command', 'q', ...metrics, '--', 'e'], {
+          POD_NAME: 'p',
+        }),
+      /--quorum-command is the primary Lease's/,
+    );
+    assert.throws(
+      () => parseAgentArgs(['--namespace', 'shop', '--', 'e'], { POD_NAME: 'p' }),
+      /without --lease it only publishes metrics/,
+    );
+  });
+
   test('the metrics endpoint: port, engine and command together, or none', () => {
     assert.equal(parseAgentArgs([...base, '--', 'e'], { POD_NAME: 'p' }).metrics, undefined);
     const metrics = [
@@ -77,7 +104,7 @@ describe('parseAgentArgs', () => {
       metrics.map((a, i) => (metrics[i - 1] === '--metrics-engine' ? engine : a));
     assert.throws(
       () => parseAgentArgs([...base, ...withEngine('oracle'), '--', 'e'], { POD_NAME: 'p' }),
-      /--metrics-engine "oracle" is not one the agent knows \(redis, mariadb, postgres\)/,
+      /--metrics-engine "oracle" is not one the agent knows \(redis, memcached, mariadb, postgres\)/,
     );
     assert.throws(
       () =>

@@ -6,9 +6,14 @@ import { CUSTOM_QUERY_DIALECTS } from './metrics/custom-queries.ts';
 import { METRICS_ENGINES } from './metrics/engines.ts';
 
 export interface AgentConfig {
-  /** Namespace and name of the primary Lease (one per Database or replicated Cache). */
+  /** The Pod's namespace, where the primary Lease is. */
   namespace: string;
-  lease: string;
+  /**
+   * The primary Lease's name (one per Database or replicated Cache). Undefined, with no role
+   * command either: an engine without a primary (memcached), which the agent only supervises and
+   * publishes the metrics of, and which needs no API access.
+   */
+  lease: string | undefined;
   /** This instance's name in the Lease: its Pod name. */
   identity: string;
   /**
@@ -17,8 +22,8 @@ export interface AgentConfig {
    * outlived its Pod (a forced delete on a node whose kubelet did not stop it). Undefined: not checked.
    */
   podUid: string | undefined;
-  /** A shell command that prints `primary` when the engine accepts writes, `replica` when it does not. */
-  roleCommand: string;
+  /** A shell command that prints `primary` when the engine accepts writes, `replica` when it does not (with `lease`). */
+  roleCommand: string | undefined;
   /**
    * A shell command that prints two numbers, "IN_TOUCH MEMBERS": how many
    * instances, this one included, confirmed contact with this primary within
@@ -62,7 +67,7 @@ export const DEFAULT_TIMINGS = {
 } as const;
 
 export const USAGE =
-  'usage: regulon-instance-agent --namespace NS --lease NAME [--identity POD] --role-command CMD [--quorum-command CMD] ' +
+  'usage: regulon-instance-agent --namespace NS [--lease NAME --role-command CMD [--quorum-command CMD]] [--identity POD] ' +
   '[--pod-uid UID] [--metrics-port N --metrics-engine ENGINE --metrics-command CMD [--metrics-queries-file FILE]...] [--lease-duration-ms N --renew-deadline-ms N --retry-period-ms N --role-interval-ms N --acquire-grace-ms N] ' +
   '-- ENGINE [ARGS...]';
 
@@ -138,12 +143,25 @@ export function parseAgentArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       ...(queriesFiles?.length ? { queriesFiles } : {}),
     };
   }
+  // The Lease and the role go together; without them the agent has nothing to do but the metrics.
+  if (Boolean(values.lease) !== Boolean(values['role-command']))
+    throw new Error(
+      `instance agent: --lease and --role-command go together: give both, or neither. ${USAGE}`,
+    );
+  if (!values.lease && values['quorum-command'])
+    throw new Error(
+      "instance agent: --quorum-command is the primary Lease's: it needs --lease and --role-command",
+    );
+  if (!values.lease && !metrics)
+    throw new Error(
+      `instance agent: without --lease it only publishes metrics: give --metrics-port, --metrics-engine and --metrics-command. ${USAGE}`,
+    );
   const config: AgentConfig = {
     namespace: required('namespace', values.namespace),
-    lease: required('lease', values.lease),
+    lease: values.lease || undefined,
     identity: required('identity (or the POD_NAME environment variable)', values.identity ?? env['POD_NAME']),
     podUid: values['pod-uid'] || env['POD_UID'] || undefined,
-    roleCommand: required('role-command', values['role-command']),
+    roleCommand: values['role-command'] || undefined,
     quorumCommand: values['quorum-command'],
     engine: positionals,
     metrics,

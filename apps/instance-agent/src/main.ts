@@ -14,7 +14,10 @@ try {
   log.error(err instanceof Error ? err.message : String(err));
   process.exit(2);
 }
-const client = KubeClient.load({ userAgent: `regulon-instance-agent/${config.identity}` });
+// Only the primary Lease needs the API: an agent for metrics alone runs in a Pod with no token.
+const client = config.lease
+  ? KubeClient.load({ userAgent: `regulon-instance-agent/${config.identity}` })
+  : undefined;
 const agent = runAgent(config, client, log);
 for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => agent.stop());
 process.exitCode = await agent.done;

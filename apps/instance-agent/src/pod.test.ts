@@ -40,6 +40,22 @@ test('the command the Pod runs is the agent with its Lease, identity and role co
   assert.deepEqual(config.engine, ['bash', '/etc/regulon/start.sh']);
 });
 
+test('without a Lease, the command is the agent for the metrics alone: no Lease, role or Pod check', () => {
+  const argv = agentCommand({
+    metrics: { port: 9150, engine: 'memcached', command: 'sh /metrics.sh' },
+    engine: ['memcached', '-p', '11211'],
+  });
+  assert.ok(!argv.includes('--lease') && !argv.includes('--pod-uid') && !argv.includes('--role-command'));
+  const config = parseAgentArgs(
+    argv.slice(2).map((a) => expand(a, { POD_NAMESPACE: 'shop', POD_NAME: 'sessions-5d8-x' })),
+    {},
+  );
+  assert.equal(config.lease, undefined);
+  assert.equal(config.podUid, undefined);
+  assert.deepEqual(config.metrics, { port: 9150, engine: 'memcached', command: 'sh /metrics.sh' });
+  assert.deepEqual(config.engine, ['memcached', '-p', '11211']);
+});
+
 test("under the agent, the container keeps its engine and volumes, and its memory grows by the agent's 128 MiB where one is set", () => {
   const { container, initContainer, volume } = underAgent(
     {

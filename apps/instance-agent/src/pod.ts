@@ -54,10 +54,13 @@ export function agentEnv(): V1EnvVar[] {
 }
 
 export interface AgentCommandOptions {
-  /** The primary Lease's name (in the Pod's namespace). */
-  lease: string;
+  /**
+   * The primary Lease's name (in the Pod's namespace), with the role command; without both, the
+   * agent supervises an engine without a primary (memcached) and publishes its metrics only.
+   */
+  lease?: string | undefined;
   /** Prints `primary` or `replica` (see AgentConfig). */
-  roleCommand: string;
+  roleCommand?: string | undefined;
   /** Prints "IN_TOUCH MEMBERS" (see AgentConfig); without it, a lost Lease always fences. */
   quorumCommand?: string | undefined;
   /** The engine's start command, the agent's child. */
@@ -96,14 +99,11 @@ export function agentCommand(o: AgentCommandOptions): string[] {
     `${AGENT_MOUNT}/agent.mjs`,
     '--namespace',
     '$(POD_NAMESPACE)',
-    '--lease',
-    o.lease,
     '--identity',
     '$(POD_NAME)',
-    '--pod-uid',
-    '$(POD_UID)',
-    '--role-command',
-    literal(o.roleCommand),
+    ...(o.lease && o.roleCommand
+      ? ['--lease', o.lease, '--pod-uid', '$(POD_UID)', '--role-command', literal(o.roleCommand)]
+      : []),
     ...(o.quorumCommand ? ['--quorum-command', literal(o.quorumCommand)] : []),
     ...(o.metrics
       ? [

@@ -46,11 +46,5 @@ export const REDIS_QUORUM_COMMAND = [
   `echo "$((1 + online)) $members"`,
 ].join('; ');
 
-/**
- * The port the agent publishes redis's metrics on: redis_exporter's, so that
- * a scrape configuration written for it finds Regulon's too.
- */
-export const REDIS_METRICS_PORT = 9121;
-
-/** What the agent reads for a scrape: INFO, whole (its redis engine maps it to redis_exporter's series). */
-export const REDIS_METRICS_COMMAND = `${ASK} info`;
+/** Asks the local redis, as the agent's commands do (metrics.ts reads INFO with it). */
+export const REDIS_ASK = ASK;

@@ -3,6 +3,7 @@
 // becomes samples.
 import type { EngineReading } from './exposition.ts';
 import { MARIADB_METRICS_QUERY, mariadbReading } from './mariadb.ts';
+import { memcachedReading } from './memcached.ts';
 import { POSTGRES_METRICS_QUERY, postgresReading } from './postgres.ts';
 import { redisReading } from './redis.ts';
 
@@ -20,6 +21,7 @@ export interface MetricsEngine {
 
 export const METRICS_ENGINES: Readonly<Record<string, MetricsEngine>> = {
   redis: { prefix: 'redis', reading: redisReading },
+  memcached: { prefix: 'memcached', reading: memcachedReading },
   mariadb: { prefix: 'mysql', query: MARIADB_METRICS_QUERY, reading: mariadbReading },
   postgres: { prefix: 'pg', query: POSTGRES_METRICS_QUERY, reading: postgresReading },
 };

@@ -59,3 +59,29 @@ export function renderExposition(samples: readonly Sample[], extra: Readonly<Rec
   }
   return lines.length ? `${lines.join('\n')}\n` : '';
 }
+
+/** A series' name and help, as an engine's field maps to it. */
+export type Mapping = readonly [name: string, help: string];
+
+/**
+ * The samples of an answer of `key value` fields (redis's INFO, memcached's stats): `number(key)`
+ * reads a field as a finite number (undefined otherwise), `add` appends one sample, and `addFields`
+ * one per field of a table that the answer has as a number.
+ */
+export function fieldSamples(fields: ReadonlyMap<string, string>) {
+  const samples: Sample[] = [];
+  const number = (key: string): number | undefined => {
+    const v = fields.get(key);
+    const n = v === undefined || v === '' ? NaN : Number(v);
+    return Number.isFinite(n) ? n : undefined;
+  };
+  const add = (type: SampleType, [name, help]: Mapping, value: number, labels?: Record<string, string>) =>
+    samples.push({ name, help, type, value, ...(labels ? { labels } : {}) });
+  const addFields = (type: SampleType, table: Readonly<Record<string, Mapping>>) => {
+    for (const [key, mapping] of Object.entries(table)) {
+      const v = number(key);
+      if (v !== undefined) add(type, mapping, v);
+    }
+  };
+  return { samples, number, add, addFields };
+}

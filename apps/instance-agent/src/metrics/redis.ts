@@ -5,9 +5,7 @@
 // misses, clients, replication (each replica's offset and lag, the link),
 // persistence, keys. INFO is one command, answered from counters the server
 // keeps: asking it costs the server next to nothing.
-import type { EngineReading, Sample } from './exposition.ts';
-
-type Mapping = readonly [name: string, help: string];
+import { fieldSamples, type EngineReading, type Mapping } from './exposition.ts';
 
 /** INFO fields published as they are. */
 const GAUGES: Readonly<Record<string, Mapping>> = {
@@ -91,22 +89,9 @@ export function redisReading(info: string): EngineReading | undefined {
   const own = f.get('role');
   if (own !== 'master' && own !== 'slave') return undefined;
   const role = own === 'master' ? 'primary' : 'replica';
-  const samples: Sample[] = [];
-  const number = (key: string) => {
-    const v = f.get(key);
-    const n = v === undefined || v === '' ? NaN : Number(v);
-    return Number.isFinite(n) ? n : undefined;
-  };
-  const add = (type: Sample['type'], [name, help]: Mapping, value: number, labels?: Record<string, string>) =>
-    samples.push({ name, help, type, value, ...(labels ? { labels } : {}) });
-  for (const [key, mapping] of Object.entries(GAUGES)) {
-    const v = number(key);
-    if (v !== undefined) add('gauge', mapping, v);
-  }
-  for (const [key, mapping] of Object.entries(COUNTERS)) {
-    const v = number(key);
-    if (v !== undefined) add('counter', mapping, v);
-  }
+  const { samples, number, add, addFields } = fieldSamples(f);
+  addFields('gauge', GAUGES);
+  addFields('counter', COUNTERS);
   for (const [key, mapping] of Object.entries(STATUSES)) {
     const v = f.get(key);
     if (v !== undefined) add('gauge', mapping, v === 'ok' ? 1 : 0);
