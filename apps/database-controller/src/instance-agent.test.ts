@@ -57,7 +57,7 @@ test('postgres under the agent: an init container copies it from the image, and 
   assert.equal(config.lease, 'shop-primary');
   assert.equal(config.identity, 'shop-1');
   assert.equal(config.podUid, 'uid-1', 'it checks that its Pod is still its own');
-  assert.match(config.roleCommand, /pg_is_in_recovery/);
+  assert.match(config.roleCommand ?? '', /pg_is_in_recovery/);
   assert.deepEqual(config.engine.slice(0, 1), ['bash']);
   assert.ok(
     container.volumeMounts!.some((m) => m.mountPath === '/regulon-agent' && m.readOnly),
@@ -110,7 +110,7 @@ test('mariadb under the agent: its role from read_only, its quorum from the repl
   const [, , ...args] = spec.containers[0]!.command!;
   const config = agentConfigOf(args);
   assert.equal(config.lease, 'shop-primary');
-  assert.match(config.roleCommand, /@@global\.read_only/);
+  assert.match(config.roleCommand ?? '', /@@global\.read_only/);
   assert.match(config.quorumCommand ?? '', /Binlog Dump/);
   assert.match(config.quorumCommand ?? '', /Slave_IO_Running: Yes/);
   assert.deepEqual(config.engine.slice(0, 1), ['bash']);
