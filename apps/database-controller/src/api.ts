@@ -28,6 +28,9 @@ import { BackupRetention, ObjectStore } from './backup/api.ts';
 
 export const GROUP = 'regulon.dev';
 
+/** ConfigMaps of user-defined metrics queries a Database may name (each a volume of its Pods). */
+export const MAX_QUERY_CONFIGMAPS = 8;
+
 /**
  * CEL: `v` is a well-formed version. Which versions exist is the image
  * catalog's to say (@regulon/image-catalog), and it can change while
@@ -289,6 +292,37 @@ const databaseSpec = <R extends TSchema>(replication: R) =>
           }),
         }),
       ),
+      monitoring: Type.Optional(
+        Type.Object(
+          {
+            customQueriesConfigMap: Type.Optional(
+              Type.Array(
+                Type.Object({
+                  name: ObjectName({
+                    what: 'a ConfigMap',
+                    description: "A ConfigMap in the Database's namespace.",
+                  }),
+                  key: Type.String({
+                    minLength: 1,
+                    maxLength: 253,
+                    pattern: '^[-._a-zA-Z0-9]+$',
+                    description: 'The key whose value is the YAML of the queries.',
+                  }),
+                }),
+                {
+                  maxItems: MAX_QUERY_CONFIGMAPS,
+                  description:
+                    "User-defined metrics queries, as CloudNativePG's: each key's value is a YAML map of query names to {query, metrics}, each metric a column with its usage (LABEL, GAUGE, COUNTER or DISCARD) and description. Every instance's agent runs them at each scrape (at most 1 s and 1000 rows each, read-only) and publishes <pg|mysql>_<query>_<column>. A missing ConfigMap or a query with a mistake is reported in the MetricsQueriesValid condition; the instances run regardless. An edit to a ConfigMap applies without a restart.",
+                },
+              ),
+            ),
+          },
+          {
+            description:
+              "postgres and mariadb: what the instances' metrics endpoints publish beyond the built-in series.",
+          },
+        ),
+      ),
       pvcRetentionPolicy: Type.Optional(
         Type.Union([Type.Literal('Retain'), Type.Literal('Delete')], {
           default: 'Retain',
@@ -333,6 +367,12 @@ const databaseSpec = <R extends TSchema>(replication: R) =>
       message:
         'bootstrap.recovery.targetTime is postgres only: a mariadb Database is restored to the end of a backup (point in time from binary logs is not implemented yet)',
       fieldPath: '.bootstrap.recovery.targetTime',
+    },
+    {
+      rule: "self.engine != 'mysql' || !has(self.monitoring) || !has(self.monitoring.customQueriesConfigMap)",
+      message:
+        'monitoring.customQueriesConfigMap is supported for postgres and mariadb: a mysql instance runs without the instance agent, which runs the queries and publishes their metrics',
+      fieldPath: '.monitoring.customQueriesConfigMap',
     },
     {
       rule: "self.engine != 'mysql' || self.replicas == 1",

@@ -28,6 +28,7 @@ import { renderConfig } from './config.ts';
 import { engineOf } from './engines/index.ts';
 import type { Topology } from './replication/plan.ts';
 import { MEMBERS_KEY, topologyData, topologyFromData } from '@regulon/conventions';
+import { metricsQueriesVolumes } from './metrics-queries.ts';
 import { childNames, labels, MAX_REPLICAS, ROLE_LABEL, selector } from './names.ts';
 import { ENGINE_DEFAULTS, OFFICIAL_IMAGES } from './versions.ts';
 
@@ -221,19 +222,31 @@ export function desiredStatefulSet(
     .join('\n');
   const pod = engineOf(db).pod(db, credentialsSecret, engineImage(db, imageRef));
   const engineAgent = engineOf(db).agent;
+  // The user-defined metrics queries: only where an agent runs them (the CRD allows them on the
+  // engines that have one).
+  const queries = runsAgent(db, agentImage) && engineAgent?.metrics ? metricsQueriesVolumes(db) : undefined;
   const agent =
     runsAgent(db, agentImage) && engineAgent
-      ? underAgent(pod.container, {
-          lease: childNames(db).primaryLease,
-          roleCommand: engineAgent.roleCommand,
-          quorumCommand: engineAgent.quorumCommand,
-          metrics: engineAgent.metrics,
-          image: agentImage,
-          securityContext: restrictedContainerSecurityContext(),
-        })
+      ? underAgent(
+          {
+            ...pod.container,
+            volumeMounts: [...(pod.container.volumeMounts ?? []), ...(queries?.mounts ?? [])],
+          },
+          {
+            lease: childNames(db).primaryLease,
+            roleCommand: engineAgent.roleCommand,
+            quorumCommand: engineAgent.quorumCommand,
+            metrics:
+              engineAgent.metrics && queries?.files.length
+                ? { ...engineAgent.metrics, queriesFiles: queries.files }
+                : engineAgent.metrics,
+            image: agentImage,
+            securityContext: restrictedContainerSecurityContext(),
+          },
+        )
       : undefined;
   const container = agent?.container ?? pod.container;
-  const volumes = agent ? [...pod.volumes, agent.volume] : pod.volumes;
+  const volumes = agent ? [...pod.volumes, agent.volume, ...(queries?.volumes ?? [])] : pod.volumes;
   return {
     apiVersion: 'apps/v1',
     kind: 'StatefulSet',

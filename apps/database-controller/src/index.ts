@@ -8,6 +8,7 @@ import {
 import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheReader, Context, Manager } from '@regulon/runtime';
 import { Database } from './api.ts';
+import { metricsQueriesConfigMaps } from './metrics-queries.ts';
 import { MAX_NAME_LENGTH } from './names.ts';
 import { FIELD_MANAGER, PodMetadata, reconcileDatabase, SecretMetadata } from './reconciler.ts';
 import { BACKUPS_BY_DATABASE, computeStatus, observedFrom } from './status.ts';
@@ -50,6 +51,8 @@ export { setupDatabaseBackupController, BACKUP_CONTROLLER_NAME } from './backup/
 export const CONTROLLER_NAME = 'database';
 /** Databases filed under the Secret their spec.credentials.secretName names. */
 const BY_CREDENTIALS = 'database.spec.credentials.secretName';
+/** Databases filed under the ConfigMaps their spec.monitoring.customQueriesConfigMap names. */
+const BY_METRICS_QUERIES = 'database.spec.monitoring.customQueriesConfigMap';
 
 export interface DatabaseControllerOptions {
   maxConcurrentReconciles?: number;
@@ -104,6 +107,9 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
     .index(Database, BY_CREDENTIALS, (db) =>
       db.spec.credentials?.secretName ? [db.spec.credentials.secretName] : [],
     )
+    // A queries ConfigMap that appears or changes moves MetricsQueriesValid.
+    .watches(Kinds.ConfigMap, (cm, cache) => byIndex(cm, cache, BY_METRICS_QUERIES))
+    .index(Database, BY_METRICS_QUERIES, metricsQueriesConfigMaps)
     .watches(PodMetadata, byInstance)
     .watches(Kinds.Job, byInstance);
   // The agents' Role and RoleBinding, only where the agent runs: an installation without it may not
@@ -177,6 +183,15 @@ function byInstance(obj: KubeObject) {
   return instance && managed && obj.metadata?.namespace
     ? [{ namespace: obj.metadata.namespace, name: instance }]
     : [];
+}
+
+/** Databases filed under this object's name in `index`. */
+function byIndex(obj: KubeObject, cache: CacheReader, index: string) {
+  const { name, namespace } = obj.metadata ?? {};
+  if (!name || !namespace) return [];
+  return cache
+    .list(Database, { namespace, index: { name: index, value: name } })
+    .map((db) => ({ namespace, name: db.metadata.name! }));
 }
 
 /** Databases that name this Secret in spec.credentials.secretName: they wait for it to appear. */

@@ -35,6 +35,11 @@ import {
   type ReplicationView,
 } from './replication/replication.ts';
 import { InvalidParametersError } from './config.ts';
+import {
+  checkMetricsQueries,
+  METRICS_QUERIES_CONDITION,
+  METRICS_QUERIES_INVALID_EVENT,
+} from './metrics-queries.ts';
 import { childNames, labels } from './names.ts';
 import { engineOf } from './engines/index.ts';
 import { ensureRecoverySecret, type Stanzas } from './backup/database.ts';
@@ -75,6 +80,7 @@ export function reconcileDatabase(
     const engine = engineOf(db);
     // First: whatever else stops this reconcile, it is said.
     reportThrowawayBackups(db, ctx);
+    reportMetricsQueries(db, ctx);
     await ensureCredentials(db, ctx);
     if (engine.replication) await ensureReplicationCredentials(db, ctx);
     // Before the StatefulSet: the first Pod restores from what it names instead of running initdb.
@@ -170,6 +176,24 @@ function reportThrowawayBackups(db: DatabaseObject, ctx: Context): void {
     (c) => c.type === 'BackupSucceeded' && c.reason === NO_BACKUP_DESTINATION,
   );
   if (!said) ctx.warn(NO_BACKUP_DESTINATION, NO_BACKUP_DESTINATION_REPORT);
+}
+
+/**
+ * A Warning Event when the user-defined metrics queries have a problem the status does not state
+ * yet (the MetricsQueriesValid condition, set from the same check): once per problem, not at each
+ * reconcile, and not again after a manager restart. Nothing else: the reconcile goes on.
+ */
+function reportMetricsQueries(db: DatabaseObject, ctx: Context): void {
+  const check = checkMetricsQueries(db, (name) => ctx.get(Kinds.ConfigMap, name));
+  if (!check || check.status === 'True') return;
+  const said = db.status?.conditions?.some(
+    (c) =>
+      c.type === METRICS_QUERIES_CONDITION &&
+      c.status === 'False' &&
+      c.reason === check.reason &&
+      c.message === check.message,
+  );
+  if (!said) ctx.warn(METRICS_QUERIES_INVALID_EVENT, check.message);
 }
 
 /**

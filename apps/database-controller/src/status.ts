@@ -28,6 +28,11 @@ import {
   throwawayBackups,
 } from './children.ts';
 import { InvalidParametersError } from './config.ts';
+import {
+  checkMetricsQueries,
+  METRICS_QUERIES_CONDITION,
+  type MetricsQueriesCheck,
+} from './metrics-queries.ts';
 import { childNames, selector } from './names.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 import { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
@@ -53,6 +58,8 @@ export interface Observed {
   archiving?: { ok: boolean; message: string } | undefined;
   /** The instance agent's image, as the controller runs it (see DatabaseControllerOptions). */
   agentImage?: string | undefined;
+  /** What the agents make of spec.monitoring.customQueriesConfigMap; undefined when it names none. */
+  metricsQueries?: MetricsQueriesCheck | undefined;
 }
 
 /** DatabaseBackups filed under the Database they back up (the Database controller's index). */
@@ -75,6 +82,7 @@ export function observedFrom(
     }),
     credentialsSecret: names.credentials,
     image: image(db, catalog),
+    metricsQueries: checkMetricsQueries(db, (name) => ctx.get(Kinds.ConfigMap, name)),
     ...(backupsWatched
       ? {
           backups: ctx.list(DatabaseBackup, {
@@ -224,6 +232,16 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
     set('ReplicationHealthy', h.status, h.reason, h.message);
   } else if (!c.some((x) => x.type === 'ReplicationHealthy'))
     set('ReplicationHealthy', 'Unknown', 'NotObserved', 'The instances have not been observed yet');
+
+  // Beside Ready, never in it: the database serves without its user-defined series.
+  if (o.metricsQueries)
+    set(
+      METRICS_QUERIES_CONDITION,
+      o.metricsQueries.status,
+      o.metricsQueries.reason,
+      o.metricsQueries.message,
+    );
+  else c = c.filter((x) => x.type !== METRICS_QUERIES_CONDITION);
 
   const instances = r ? instancesOf(db, r) : prev.instances;
   const systemIdentifier = (r && primary && systemIdOf(r, primary)) || prev.systemIdentifier;
