@@ -51,6 +51,51 @@ export interface InstanceDriver {
   promote(e: Endpoint, db: DatabaseObject): Promise<void>;
   /** Upkeep on the current primary for the other instances (Pod names), with what changed, if anything. */
   tendPrimary(primary: Endpoint, others: string[]): Promise<string | undefined>;
+  /**
+   * Asks the instance to plan each statement (an EXPLAIN, see metrics-queries-check.ts) in a
+   * read-only session, each bounded by the engine's statement timeout, until `deadline` (ms since
+   * the epoch): what it said of each one asked. Throws when the instance cannot be asked (no
+   * connection, a connection lost): that says nothing of the statements.
+   */
+  plan(
+    e: Endpoint,
+    statements: readonly { name: string; sql: string }[],
+    deadline: number,
+  ): Promise<Map<string, PlanVerdict>>;
+}
+
+/** How long an engine may take to plan one statement (its statement timeout). */
+export const PLAN_TIMEOUT_MS = 1000;
+
+/**
+ * What an engine said when asked to plan a statement: it accepted it, refused it (its error's
+ * first line), or could not tell (a privilege the replication account lacks, a timeout).
+ */
+export type PlanVerdict = { verdict: 'accepted' } | { verdict: 'refused' | 'unknown'; error: string };
+
+/**
+ * InstanceDriver.plan's loop over one session: `run` sends a statement, `verdictOf` reads the
+ * server's error (undefined for one that is no server's answer: it ends the check).
+ */
+export async function planStatements(
+  statements: readonly { name: string; sql: string }[],
+  deadline: number,
+  run: (sql: string) => Promise<unknown>,
+  verdictOf: (err: unknown) => PlanVerdict | undefined,
+): Promise<Map<string, PlanVerdict>> {
+  const verdicts = new Map<string, PlanVerdict>();
+  for (const { name, sql } of statements) {
+    if (Date.now() >= deadline) break;
+    try {
+      await run(sql);
+      verdicts.set(name, { verdict: 'accepted' });
+    } catch (err) {
+      const verdict = verdictOf(err);
+      if (!verdict) throw err;
+      verdicts.set(name, verdict);
+    }
+  }
+  return verdicts;
 }
 
 /**

@@ -9,6 +9,7 @@ import type { ImageCatalog } from '@regulon/image-catalog';
 import type { CacheReader, Context, Manager } from '@regulon/runtime';
 import { Database } from './api.ts';
 import { metricsQueriesConfigMaps } from './metrics-queries.ts';
+import { EngineQueryCheck } from './metrics-queries-engine.ts';
 import { MAX_NAME_LENGTH } from './names.ts';
 import { FIELD_MANAGER, PodMetadata, reconcileDatabase, SecretMetadata } from './reconciler.ts';
 import { BACKUPS_BY_DATABASE, computeStatus, observedFrom } from './status.ts';
@@ -82,6 +83,8 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
   const catalog = options.imageCatalog ?? OFFICIAL_IMAGES;
   // What a reconcile saw of the instances, handed to the status it ends with.
   const views = new WeakMap<Context, ReplicationView>();
+  // What the primaries' engines said of the user-defined metrics queries, for the status.
+  const queryCheck = new EngineQueryCheck();
   const backupsWatched = options.backups === true;
   const executor = options.executor ?? new PodExec(options.kubeConfig);
   const stanzas = new Stanzas(executor);
@@ -145,12 +148,20 @@ export function setupDatabaseController(mgr: Manager, options: DatabaseControlle
         problem,
         replication,
         archiving: stanzas.archiving(db),
+        engineAnswer: queryCheck.answer(db, ctx, replication),
       });
       if (replication?.replicated) reportLagging(db, status.instances);
       return status;
     })
     .reconcile(
-      reconcileDatabase(catalog, views, undefined, { backupsWatched, stanzas }, options.instanceAgentImage),
+      reconcileDatabase(
+        catalog,
+        views,
+        undefined,
+        { backupsWatched, stanzas },
+        options.instanceAgentImage,
+        queryCheck,
+      ),
     );
   if (backupsWatched)
     setupDatabaseBackupController(mgr, {

@@ -40,6 +40,7 @@ import {
   METRICS_QUERIES_CONDITION,
   METRICS_QUERIES_INVALID_EVENT,
 } from './metrics-queries.ts';
+import { EngineQueryCheck } from './metrics-queries-engine.ts';
 import { childNames, labels } from './names.ts';
 import { engineOf } from './engines/index.ts';
 import { ensureRecoverySecret, type Stanzas } from './backup/database.ts';
@@ -75,6 +76,7 @@ export function reconcileDatabase(
   memory: ReplicationMemory = new ReplicationMemory(),
   backup: BackupSupport = { backupsWatched: false, stanzas: undefined },
   agentImage?: string,
+  queryCheck: EngineQueryCheck = new EngineQueryCheck(),
 ): ReconcileFunc<DatabaseObject> {
   return async (db, ctx) => {
     const engine = engineOf(db);
@@ -136,6 +138,8 @@ export function reconcileDatabase(
       lease,
     );
     views.set(ctx, view);
+    // The user-defined metrics queries put to the primary's engine (when they or it changed).
+    await queryCheck.ensure(db, ctx, view, engine.replication?.driver);
     // What only the kubelet and the instance's log know: a restore that cannot find its backup,
     // a server that refuses its configuration. Degraded, not stalled: a fixed spec heals it.
     for (const t of view.troubles)

@@ -109,6 +109,7 @@ test('a replicated mariadb reports GTID positions and lag in transactions, a lag
     topology: { primary: 'd-0', initialized: true, since: undefined },
     members,
     troubles: [],
+    hosts: new Map(),
     observations,
     lagUnit: 'transactions' as const,
     plan: {
@@ -314,6 +315,7 @@ function replicatedStatus(
       topology,
       members,
       troubles: [],
+      hosts: new Map(),
       observations: new Map(
         members.map((m) => [
           m.pod,

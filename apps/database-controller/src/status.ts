@@ -31,6 +31,8 @@ import { InvalidParametersError } from './config.ts';
 import {
   checkMetricsQueries,
   METRICS_QUERIES_CONDITION,
+  withEngineAnswer,
+  type EngineAnswer,
   type MetricsQueriesCheck,
 } from './metrics-queries.ts';
 import { childNames, selector } from './names.ts';
@@ -60,6 +62,11 @@ export interface Observed {
   agentImage?: string | undefined;
   /** What the agents make of spec.monitoring.customQueriesConfigMap; undefined when it names none. */
   metricsQueries?: MetricsQueriesCheck | undefined;
+  /**
+   * What the primary's engine said of those queries as they are now (metrics-queries-engine.ts);
+   * undefined while it has not.
+   */
+  engineAnswer?: EngineAnswer | undefined;
 }
 
 /** DatabaseBackups filed under the Database they back up (the Database controller's index). */
@@ -234,13 +241,13 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
     set('ReplicationHealthy', 'Unknown', 'NotObserved', 'The instances have not been observed yet');
 
   // Beside Ready, never in it: the database serves without its user-defined series.
-  if (o.metricsQueries)
-    set(
-      METRICS_QUERIES_CONDITION,
-      o.metricsQueries.status,
-      o.metricsQueries.reason,
-      o.metricsQueries.message,
-    );
+  const queries = withEngineAnswer(
+    o.metricsQueries,
+    o.engineAnswer,
+    db.spec.engine,
+    prev.conditions?.find((x) => x.type === METRICS_QUERIES_CONDITION),
+  );
+  if (queries) set(METRICS_QUERIES_CONDITION, queries.status, queries.reason, queries.message);
   else c = c.filter((x) => x.type !== METRICS_QUERIES_CONDITION);
 
   const instances = r ? instancesOf(db, r) : prev.instances;

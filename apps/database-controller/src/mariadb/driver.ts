@@ -31,4 +31,8 @@ export const mariadbDriver: InstanceDriver = {
   },
   // GTID replication keeps nothing on the primary per replica: its binlogs are kept by age.
   tendPrimary: () => Promise.resolve(undefined),
+  async plan(e, statements, deadline) {
+    const { planEach } = await import('./instance.ts');
+    return planEach(e, statements, deadline);
+  },
 };

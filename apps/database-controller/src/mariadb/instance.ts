@@ -14,6 +14,7 @@ import {
   type ReplicaStatus,
   type Source,
 } from './replication-sql.ts';
+import { PLAN_TIMEOUT_MS, planStatements, type PlanVerdict } from '../engine.ts';
 import { CLUSTER_TABLE, DISCARDED_TABLE, PORT, REPLICATION_USER } from './start-script.ts';
 
 /**
@@ -249,5 +250,38 @@ export async function demote(
 ): Promise<void> {
   await withSession(e, connect, async (s) => {
     for (const sql of demoteStatements('mariadb', { ...source, user: REPLICATION_USER })) await s.query(sql);
+  });
+}
+
+/**
+ * Server errors that say nothing of the statement itself: a privilege the replication account
+ * lacks (1044, 1045, 1142, 1143, 1227, 1370), a lock wait or deadlock (1205, 1213), an
+ * interruption or max_statement_time (1317, 1969, 3024).
+ */
+const UNTOLD_ERRNO = new Set([1044, 1045, 1142, 1143, 1227, 1370, 1205, 1213, 1317, 1969, 3024]);
+
+/** What a server error says of a statement asked to plan; undefined for one that is no server's answer. */
+export function planVerdictOf(err: unknown): PlanVerdict | undefined {
+  const { errno, sqlMessage, fatal } = err as { errno?: unknown; sqlMessage?: unknown; fatal?: unknown };
+  // A socket's error has an errno too (negative), but no server message.
+  if (typeof errno !== 'number' || typeof sqlMessage !== 'string' || fatal === true) return undefined;
+  return { verdict: UNTOLD_ERRNO.has(errno) ? 'unknown' : 'refused', error: sqlMessage };
+}
+
+/**
+ * Asks the server to plan each statement (InstanceDriver.plan) in a read-only session, each within
+ * max_statement_time (PLAN_TIMEOUT_MS; MariaDB may run a one-row derived table to plan the query
+ * around it). mysql2 sends one statement per query (no multipleStatements).
+ */
+export async function planEach(
+  e: Endpoint,
+  statements: readonly { name: string; sql: string }[],
+  deadline: number,
+  connect: Connect = connectMysql2,
+): Promise<Map<string, PlanVerdict>> {
+  return withSession(e, connect, async (s) => {
+    await s.query(`SET SESSION max_statement_time = ${PLAN_TIMEOUT_MS / 1000}`);
+    await s.query('SET SESSION TRANSACTION READ ONLY');
+    return planStatements(statements, deadline, (sql) => s.query(sql, PLAN_TIMEOUT_MS + 1000), planVerdictOf);
   });
 }

@@ -49,4 +49,8 @@ export const postgresDriver: InstanceDriver = {
       ? `replication slots: created ${created.join(', ') || 'none'}; dropped ${dropped.join(', ') || 'none'}`
       : undefined;
   },
+  async plan(e, statements, deadline) {
+    const { planEach } = await import('./instance.ts');
+    return planEach(e, statements, deadline);
+  },
 };

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { PLAN_TIMEOUT_MS, planStatements, type PlanVerdict } from '../engine.ts';
 import { DIVERGED_REPORT_FILE, REPLICATION_USER } from './start-script.ts';
 
 /**
@@ -202,4 +203,44 @@ export async function syncSlots(
       }
     return { created, dropped };
   });
+}
+
+/**
+ * SQLSTATEs where the server's error says nothing of the statement itself: the connection (08), a
+ * transaction rolled back (40), resources (53), the object's state (55), a cancellation or the
+ * statement timeout (57), the system (58, XX), and a privilege the replication role lacks (42501:
+ * postgres checks it after the names and types, so a missing table or column is still refused).
+ */
+const UNTOLD_SQLSTATE = /^(08|40|53|55|57|58|XX)|^42501$/;
+
+/** What a server error says of a statement asked to plan; undefined for one that is no server's answer. */
+export function planVerdictOf(err: unknown): PlanVerdict | undefined {
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  return { verdict: UNTOLD_SQLSTATE.test(code) ? 'unknown' : 'refused', error: String(message) };
+}
+
+/**
+ * Asks the server to plan each statement (InstanceDriver.plan) in a read-only session, each within
+ * statement_timeout (PLAN_TIMEOUT_MS), by the extended protocol, which takes one statement only.
+ */
+export async function planEach(
+  e: Endpoint,
+  statements: readonly { name: string; sql: string }[],
+  deadline: number,
+): Promise<Map<string, PlanVerdict>> {
+  return withClient(
+    e,
+    async (c) => {
+      await c.query('set session characteristics as transaction read only');
+      return planStatements(
+        statements,
+        deadline,
+        (sql) => c.query({ text: sql, queryMode: 'extended' } as pg.QueryConfig),
+        planVerdictOf,
+      );
+    },
+    // withClient's statement_timeout is a second below the query timeout.
+    PLAN_TIMEOUT_MS + 1000,
+  );
 }

@@ -56,6 +56,8 @@ export interface ReplicationView {
   plan: Plan;
   /** Instances whose Pod keeps failing or cannot start, and why (see podTrouble). */
   troubles: PodTrouble[];
+  /** Each instance's Pod IP, where it has one: where the manager reaches its server. */
+  hosts: Map<string, string>;
 }
 
 /**
@@ -212,6 +214,7 @@ export async function reconcileReplication(
     lagUnit: driver?.lagUnit ?? 'bytes',
     plan: decided,
     troubles: pods.flatMap((p) => podTrouble(p) ?? []),
+    hosts: new Map(pods.flatMap((p) => (p.status?.podIP ? [[p.metadata!.name!, p.status.podIP]] : []))),
   };
   if (!replicated) return { view, requeueAfter: decided.step ? 1000 : undefined };
   const requeueAfter = nextReconcile(decided);
@@ -234,7 +237,8 @@ async function rollingRevision(db: DatabaseObject, ctx: Context): Promise<string
   );
 }
 
-async function replicationPassword(db: DatabaseObject, ctx: Context): Promise<string | undefined> {
+/** The replication account's password, read from the API server (never cached); undefined while its Secret is missing. */
+export async function replicationPassword(db: DatabaseObject, ctx: Context): Promise<string | undefined> {
   const secret = await ignoreNotFound(
     ctx.client
       .resource(Kinds.Secret)
