@@ -2,9 +2,12 @@
 // suite: PostgreSQL on the real node, pgBackRest in its container, versitygw
 // on this machine, the controllers in a Manager on this host), in a file of
 // its own so that the two run side by side: a store that refuses the
-// archiver, then answers again; a backup taken during a failover; and a
-// promoted standby that archives what its failed primary had not. Each
-// restore is checked row by row.
+// archiver, then answers again (and the shipped alert
+// RegulonPostgresArchivingFails firing in a real Prometheus, then resolved);
+// a backup taken during a failover; and a promoted standby that archives what
+// its failed primary had not. Each restore is checked row by row. The
+// instances run under the instance agent, which publishes the series the
+// alert reads (and makes a failover go through the primary Lease).
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { setInterval } from 'node:timers/promises';
@@ -15,8 +18,15 @@ import {
   podSandboxPid,
   refusePodConnectionsTo,
   type ObjectStore,
+  type RunningPrometheus,
   type TestEnv,
 } from '@regulon/testenv';
+import {
+  assertNoneFiring,
+  untilFiring,
+  untilNoneFiring,
+  watchInstances,
+} from '../../../tools/monitoring/instances.ts';
 import { Database } from './api.ts';
 import { DatabaseBackup } from './backup/api.ts';
 import { PodExec } from './backup/exec.ts';
@@ -31,6 +41,7 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
     namespacePrefix: 'pg-archive',
     storage: '1Gi',
     patienceMs: 300_000,
+    instanceAgent: true,
   });
   let env: TestEnv;
   let client: KubeClient;
@@ -49,126 +60,225 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
   const dbs = () => client.resource(Database);
   const backups = () => client.resource(DatabaseBackup);
 
-  test('WAL archiving refused by the store: ArchivingFailed naming the segment, a Warning Event and the gauges within a minute, the Database Ready; once the store answers, archived again with nothing missing', async (t) => {
+  /** The series RegulonPostgresArchivingFails reads for `pod`, and the alerts pending or firing: what a failed alert wait says. */
+  const alertInputs = async (prometheus: RunningPrometheus, pod: string) => {
+    const parts: string[] = [];
+    for (const expr of [
+      `increase(pg_stat_archiver_failed_count{pod="${pod}"}[5m])`,
+      `pg_wal_archive_ready_count{pod="${pod}"}`,
+      `pg_wal_archive_oldest_ready_age_seconds{pod="${pod}"}`,
+      'ALERTS',
+    ])
+      parts.push(
+        `${expr}: ${JSON.stringify((await prometheus.query(expr)).map((x) => [x.metric, x.value[1]]))}`,
+      );
+    return parts.join('\n');
+  };
+  /** The work, and on a failure what the alert's series said then. */
+  const withAlertInputs = async <T>(prometheus: RunningPrometheus, pod: string, work: Promise<T>) => {
+    try {
+      return await work;
+    } catch (err) {
+      (err as Error).message += `\n${await alertInputs(prometheus, pod).catch((e: unknown) => String(e))}`;
+      throw err;
+    }
+  };
+
+  test('WAL archiving refused by the store: ArchivingFailed naming the segment, a Warning Event and the gauges within a minute, and RegulonPostgresArchivingFails firing in a real Prometheus, the Database Ready; once the store answers, archived again with nothing missing and the alert resolved', async (t) => {
     await createDatabase('archiver');
     const db = await ready('archiver');
+    const primary = db.status!.currentPrimary!;
     // The archiver is first read a period after the stanza exists: then the gauge has its series.
     await eventually(
       'the archiver read, keeping up',
       async () => (await gauge('archiver', ARCHIVING_FAILING_METRIC)) === 0,
       120_000,
     );
-    // The archive's lag under a write load that writes 5 MB and switches the segment every half
-    // second: the age of the oldest segment waiting to be archived, sampled on the primary.
-    await withPrimary('archiver', (c) => c.query('create table load(id bigserial primary key, pad text)'));
-    const ages: number[] = [];
-    let segments = 0;
-    const loadUntil = Date.now() + 20_000;
-    await Promise.all([
-      withPrimary('archiver', async (c) => {
-        for await (const _ of setInterval(500)) {
-          if (Date.now() >= loadUntil) break;
-          await c.query("insert into load(pad) select repeat('x', 1000) from generate_series(1, 5000)");
-          await c.query('select pg_switch_wal()');
-          segments++;
-        }
-      }),
-      withPrimary('archiver', async (c) => {
-        for await (const _ of setInterval(250)) {
-          if (Date.now() >= loadUntil) break;
-          const r = await c.query<{ age: number }>(
-            "select coalesce(extract(epoch from clock_timestamp() - min(modification)), 0)::float8 as age from pg_ls_archive_statusdir() where name like '%.ready'",
-          );
-          ages.push(r.rows[0]!.age);
-        }
-      }),
-    ]);
-    ages.sort((a, b) => a - b);
-    t.diagnostic(
-      `archive lag under load: ${segments} segments in 20 s; the oldest waiting segment's age, median ${ages[Math.floor(ages.length / 2)]!.toFixed(1)} s, at most ${ages.at(-1)!.toFixed(1)} s (${ages.length} samples)`,
-    );
-    assert.ok(ages.at(-1)! * 1000 < ARCHIVE_STUCK_MS, 'a healthy archive keeps up under load');
-    const pod = await client.resource<V1Pod>(Kinds.Pod).get(db.status!.currentPrimary!, { namespace: ns });
-    const sandbox = podSandboxPid(pod.metadata!.uid!);
-    const storeAddress = new URL(store.podEndpoint!);
-    const refusal = refusePodConnectionsTo(sandbox, storeAddress.hostname, Number(storeAddress.port));
+    // Started once the stanza exists and archiving keeps up: archive_command's failures before
+    // the stanza was created are then a counter's starting value, not an increase the alert reads.
+    const prometheus = await watchInstances(env.kubeconfigPath, ns);
+    /** The last segment switched, once the store answers again. */
+    let last: string;
     try {
-      await withPrimary('archiver', (c) => c.query('create table items(id int primary key)'));
-      await insert('archiver', 1, 100);
-      const refused = Date.now();
-      const segment = await withPrimary('archiver', async (c) => {
+      // The archive's lag under a write load that writes 5 MB and switches the segment every half
+      // second: the age of the oldest segment waiting to be archived, sampled on the primary.
+      await withPrimary('archiver', (c) => c.query('create table load(id bigserial primary key, pad text)'));
+      const ages: number[] = [];
+      let segments = 0;
+      const loadUntil = Date.now() + 20_000;
+      await Promise.all([
+        withPrimary('archiver', async (c) => {
+          for await (const _ of setInterval(500)) {
+            if (Date.now() >= loadUntil) break;
+            await c.query("insert into load(pad) select repeat('x', 1000) from generate_series(1, 5000)");
+            await c.query('select pg_switch_wal()');
+            segments++;
+          }
+        }),
+        withPrimary('archiver', async (c) => {
+          for await (const _ of setInterval(250)) {
+            if (Date.now() >= loadUntil) break;
+            const r = await c.query<{ age: number }>(
+              "select coalesce(extract(epoch from clock_timestamp() - min(modification)), 0)::float8 as age from pg_ls_archive_statusdir() where name like '%.ready'",
+            );
+            ages.push(r.rows[0]!.age);
+          }
+        }),
+        // Meanwhile no alert fires on the healthy archive under that load (segments wait briefly,
+        // none fails), once the alert has its inputs: the primary's archiver scraped twice (an
+        // increase needs two samples) and its waiting segments.
+        withAlertInputs(
+          prometheus,
+          primary,
+          (async () => {
+            await eventually(
+              `${primary}'s archiver series scraped`,
+              async () =>
+                (
+                  await prometheus.query(
+                    `count_over_time(pg_stat_archiver_failed_count{pod="${primary}",role="primary"}[1m]) >= 2 and on (pod) pg_wal_archive_ready_count{pod="${primary}",role="primary"}`,
+                  )
+                ).length === 1,
+              60_000,
+              500,
+            );
+            await assertNoneFiring(prometheus, 10);
+          })(),
+        ),
+      ]);
+      ages.sort((a, b) => a - b);
+      t.diagnostic(
+        `archive lag under load: ${segments} segments in 20 s; the oldest waiting segment's age, median ${ages[Math.floor(ages.length / 2)]!.toFixed(1)} s, at most ${ages.at(-1)!.toFixed(1)} s (${ages.length} samples); no alert firing`,
+      );
+      assert.ok(ages.at(-1)! * 1000 < ARCHIVE_STUCK_MS, 'a healthy archive keeps up under load');
+      const pod = await client.resource<V1Pod>(Kinds.Pod).get(primary, { namespace: ns });
+      const sandbox = podSandboxPid(pod.metadata!.uid!);
+      const storeAddress = new URL(store.podEndpoint!);
+      const refusal = refusePodConnectionsTo(sandbox, storeAddress.hostname, Number(storeAddress.port));
+      let firedAfter: number;
+      try {
+        await withPrimary('archiver', (c) => c.query('create table items(id int primary key)'));
+        await insert('archiver', 1, 100);
+        const refused = Date.now();
+        const segment = await withPrimary('archiver', async (c) => {
+          const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
+          return r.rows[0]!.w;
+        });
+        // Watched from the segment switch, beside the condition's checks. The alert comes well after
+        // the condition: refused, pgBackRest retries each request until its io-timeout (60 s), and
+        // archive_command had not failed once 126 s on (measured), so what fires it is the segment
+        // waiting over 120 s (INSTANCE_THRESHOLDS.archiveWaitSeconds), then its `for` (5 s here).
+        // A minute's margin past that: a scrape missed on a loaded machine restarts the `for`.
+        const alert = withAlertInputs(
+          prometheus,
+          primary,
+          untilFiring(prometheus, 'RegulonPostgresArchivingFails', primary, 180_000),
+        ).then((firing) => ({ firing, after: Date.now() - refused }));
+        // Awaited below: a check failing before then must not leave its failure unhandled.
+        alert.catch(() => {});
+        const failed = await eventually(
+          'BackupSucceeded=False ArchivingFailed',
+          async () => {
+            const d = await dbs().get('archiver', { namespace: ns });
+            const c = cond(d.status?.conditions, 'BackupSucceeded');
+            return c?.status === 'False' && c.reason === 'ArchivingFailed' && d;
+          },
+          90_000,
+          500,
+        ).catch(async (err: unknown) => {
+          const r = await execIn.exec({
+            namespace: ns,
+            pod: primary,
+            container: 'postgres',
+            command: ARCHIVER_COMMAND,
+          });
+          throw new Error(`${(err as Error).message}; the archiver says: ${r.stdout}${r.stderr}`);
+        });
+        const seenAfter = Date.now() - refused;
+        t.diagnostic(
+          `archiving refused: ArchivingFailed ${(seenAfter / 1000).toFixed(1)} s after the segment switch`,
+        );
+        assert.ok(seenAfter < 60_000, `seen only after ${seenAfter} ms`);
+        const message = cond(failed.status?.conditions, 'BackupSucceeded')!.message;
+        t.diagnostic(`its message: ${message}`);
+        // Refused, pgBackRest retries until its io-timeout (60 s) before archive_command fails: the
+        // segment left waiting says it first.
+        assert.match(
+          message,
+          /WAL archiving into backups\/\S+ (fails: segment [0-9A-F]{24} could not be archived|does not keep up: segment [0-9A-F]{24} has waited)/,
+        );
+        assert.ok(
+          /segment ([0-9A-F]{24})/.exec(message)![1]! <= segment,
+          `${message} names a segment after ${segment}`,
+        );
+        // Serving is not archiving.
+        assert.equal(cond(failed.status?.conditions, 'Ready')?.status, 'True');
+        await eventually(
+          'a Warning Event ArchivingFailed',
+          async () => (await eventsAbout('archiver', 'Warning', 'ArchivingFailed')).length > 0,
+        );
+        assert.equal(await gauge('archiver', ARCHIVING_FAILING_METRIC), 1);
+        const lag = await gauge('archiver', ARCHIVE_LAG_METRIC);
+        assert.ok(lag !== undefined && lag > 0, `archive lag ${lag}`);
+        // More writes while refused: they must reach the archive once it answers.
+        await insert('archiver', 101, 200);
+        const { firing, after } = await alert;
+        firedAfter = after;
+        assert.ok(
+          firing.every(
+            (a) =>
+              a['alertname'] === 'RegulonPostgresArchivingFails' &&
+              a['pod'] === primary &&
+              a['owner'] === 'archiver' &&
+              a['namespace'] === ns,
+          ),
+          `only the primary's archiving alert fires: ${JSON.stringify(firing)}`,
+        );
+        // Which of the alert's conditions holds: archive_command's failures (as scraped, and as the
+        // server counts them), or the oldest segment's wait.
+        const [failures] = await prometheus.query(
+          `increase(pg_stat_archiver_failed_count{pod="${primary}"}[5m])`,
+        );
+        const [oldest] = await prometheus.query(`pg_wal_archive_oldest_ready_age_seconds{pod="${primary}"}`);
+        const serverFailures = await withPrimary('archiver', async (c) => {
+          const r = await c.query<{ n: string }>('select failed_count as n from pg_stat_archiver');
+          return r.rows[0]!.n;
+        });
+        t.diagnostic(
+          `RegulonPostgresArchivingFails firing for ${primary} ${(after / 1000).toFixed(1)} s after the segment switch (its for set to 5 s): archive_command failures in 5 min ${Number(failures?.value[1] ?? 0).toFixed(1)} (pg_stat_archiver.failed_count ${serverFailures} since the server started), the oldest waiting segment ${Number(oldest?.value[1] ?? 0).toFixed(0)} s old`,
+        );
+      } finally {
+        refusal.heal();
+      }
+      const healed = Date.now();
+      last = await withPrimary('archiver', async (c) => {
         const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
         return r.rows[0]!.w;
       });
-      const failed = await eventually(
-        'BackupSucceeded=False ArchivingFailed',
-        async () => {
-          const d = await dbs().get('archiver', { namespace: ns });
-          const c = cond(d.status?.conditions, 'BackupSucceeded');
-          return c?.status === 'False' && c.reason === 'ArchivingFailed' && d;
-        },
-        90_000,
-        500,
-      ).catch(async (err: unknown) => {
-        const r = await execIn.exec({
-          namespace: ns,
-          pod: pod.metadata!.name!,
-          container: 'postgres',
-          command: ARCHIVER_COMMAND,
-        });
-        throw new Error(`${(err as Error).message}; the archiver says: ${r.stdout}${r.stderr}`);
-      });
-      const seenAfter = Date.now() - refused;
+      // The status and the alert, both back to healthy: waited for side by side.
+      const [inStatus, resolved] = await Promise.all([
+        eventually(
+          'BackupSucceeded no longer ArchivingFailed, the gauge at 0',
+          async () => {
+            const d = await dbs().get('archiver', { namespace: ns });
+            return (
+              cond(d.status?.conditions, 'BackupSucceeded')?.reason !== 'ArchivingFailed' &&
+              (await gauge('archiver', ARCHIVING_FAILING_METRIC)) === 0
+            );
+          },
+          120_000,
+          500,
+        ).then(() => Date.now() - healed),
+        withAlertInputs(prometheus, primary, untilNoneFiring(prometheus, 120_000)).then(
+          () => Date.now() - healed,
+        ),
+      ]);
       t.diagnostic(
-        `archiving refused: ArchivingFailed ${(seenAfter / 1000).toFixed(1)} s after the segment switch`,
+        `archiving again: healthy in status ${(inStatus / 1000).toFixed(1)} s after the store answered; no alert firing ${(resolved / 1000).toFixed(1)} s after (firing had come ${(firedAfter / 1000).toFixed(1)} s after the switch)`,
       );
-      assert.ok(seenAfter < 60_000, `seen only after ${seenAfter} ms`);
-      const message = cond(failed.status?.conditions, 'BackupSucceeded')!.message;
-      t.diagnostic(`its message: ${message}`);
-      // Refused, pgBackRest retries until its io-timeout (60 s) before archive_command fails: the
-      // segment left waiting says it first.
-      assert.match(
-        message,
-        /WAL archiving into backups\/\S+ (fails: segment [0-9A-F]{24} could not be archived|does not keep up: segment [0-9A-F]{24} has waited)/,
-      );
-      assert.ok(
-        /segment ([0-9A-F]{24})/.exec(message)![1]! <= segment,
-        `${message} names a segment after ${segment}`,
-      );
-      // Serving is not archiving.
-      assert.equal(cond(failed.status?.conditions, 'Ready')?.status, 'True');
-      await eventually(
-        'a Warning Event ArchivingFailed',
-        async () => (await eventsAbout('archiver', 'Warning', 'ArchivingFailed')).length > 0,
-      );
-      assert.equal(await gauge('archiver', ARCHIVING_FAILING_METRIC), 1);
-      const lag = await gauge('archiver', ARCHIVE_LAG_METRIC);
-      assert.ok(lag !== undefined && lag > 0, `archive lag ${lag}`);
-      // More writes while refused: they must reach the archive once it answers.
-      await insert('archiver', 101, 200);
     } finally {
-      refusal.heal();
+      await prometheus.stop();
     }
-    const healed = Date.now();
-    const last = await withPrimary('archiver', async (c) => {
-      const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
-      return r.rows[0]!.w;
-    });
-    await eventually(
-      'BackupSucceeded no longer ArchivingFailed, the gauge at 0',
-      async () => {
-        const d = await dbs().get('archiver', { namespace: ns });
-        return (
-          cond(d.status?.conditions, 'BackupSucceeded')?.reason !== 'ArchivingFailed' &&
-          (await gauge('archiver', ARCHIVING_FAILING_METRIC)) === 0
-        );
-      },
-      120_000,
-      500,
-    );
-    t.diagnostic(
-      `archiving again: healthy in status ${((Date.now() - healed) / 1000).toFixed(1)} s after the store answered`,
-    );
     await eventually(
       'a Normal Event ArchivingRecovered',
       async () => (await eventsAbout('archiver', 'Normal', 'ArchivingRecovered')).length > 0,
@@ -185,7 +295,7 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
     );
     const r = await execIn.exec({
       namespace: ns,
-      pod: pod.metadata!.name!,
+      pod: primary,
       container: 'postgres',
       command: ['pgbackrest', 'check'],
       timeoutMs: 90_000,

@@ -1,8 +1,9 @@
 // What every backup test against the real node needs, whatever the engine: a
 // control plane with a real node, the S3 store (versitygw over HTTPS with its
 // own CA) with its bucket, the store's keys (and wrong ones) and CA as Secrets,
-// the Database controller with backups in a Manager on this host, and the
-// checks every backup test makes: Ready with an explanation when it is not, a
+// the Database controller with backups in a Manager on this host (its
+// instances under the instance agent when a file asks for it), and the checks
+// every backup test makes: Ready with an explanation when it is not, a
 // DatabaseBackup finished, Events, and no key in any status, Event or log.
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
@@ -12,12 +13,14 @@ import { ImageCatalog } from '@regulon/image-catalog';
 import { type Condition, type Manager, testManager } from '@regulon/runtime';
 import {
   eventually,
+  loadImagesIntoRealNode,
   localImageCatalog,
   start,
   startObjectStore,
   type ObjectStore,
   type TestEnv,
 } from '@regulon/testenv';
+import { ensureManagerImage } from '../../../../tools/manager-image/image.ts';
 import { Database, type DatabaseObject } from '../api.ts';
 import { DatabaseBackup, type DatabaseBackupObject } from '../backup/api.ts';
 import { setupDatabaseController } from '../index.ts';
@@ -35,6 +38,13 @@ export interface BackupSuiteOptions {
   storage: string;
   /** How long a Database may take to turn Ready, or a backup to finish, by default. */
   patienceMs: number;
+  /**
+   * The instances run under the instance agent (copied from the manager image, built or taken
+   * from its cache): they publish their engine's series for a real Prometheus, and a primary is
+   * promoted only through the primary Lease the agents hold. Off by default: the files that do
+   * not watch the instances' series keep their speed.
+   */
+  instanceAgent?: boolean;
 }
 
 export interface BackupSuite {
@@ -124,11 +134,18 @@ export function backupSuite(options: BackupSuiteOptions): BackupSuite {
       metadata: { name: 'store-ca', namespace: ns },
       stringData: { 'ca.crt': store.caPem },
     });
+    let instanceAgentImage: string | undefined;
+    if (options.instanceAgent) {
+      const image = await ensureManagerImage();
+      loadImagesIntoRealNode(env.controlPlane.state.dir, [image]);
+      instanceAgentImage = image.ref;
+    }
     mgr = testManager(env.kubeConfig, { namespace: ns });
     setupDatabaseController(mgr, {
       imageCatalog: ImageCatalog.fromDocument(local, 'testenv images'),
       backups: true,
       kubeConfig: env.kubeConfig,
+      instanceAgentImage,
     });
     running = mgr.start();
   });
