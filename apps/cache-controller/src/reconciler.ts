@@ -64,7 +64,7 @@ export function reconcileCache(
         message: `${catalog.unsupported(cache.spec.engine, cache.spec.version)}. Set spec.version to one of those, or add the version to the image catalog.`,
       });
     if (!replicated(cache)) {
-      await ctx.apply(desiredChildren(cache, imageRef));
+      await ctx.apply(desiredChildren(cache, imageRef, cache.spec.replicas, agentImage));
       for (const [kind, name] of unwantedChildren(cache)) await ctx.delete(kind, name);
       // What the Deployment's own controller reports (its Pods can't be created, no progress): a StatefulSet says nothing alike.
       const workload = controlledWorkload(cache, ctx);

@@ -455,7 +455,23 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
           );
         },
         120_000,
-      );
+      ).catch(async (err: unknown) => {
+        // Why not: its conditions and its Pods' containers, as the API says them.
+        const m = await caches().get(MEMCACHED, { namespace: ns });
+        const list = await pods().list({
+          namespace: ns,
+          labelSelector: `app.kubernetes.io/instance=${MEMCACHED}`,
+        });
+        throw new Error(
+          `${(err as Error).message}: ${JSON.stringify(m.status?.conditions)}; ${JSON.stringify(
+            list.items.map((p) => [
+              p.metadata!.name,
+              p.status?.initContainerStatuses,
+              p.status?.containerStatuses,
+            ]),
+          )}`,
+        );
+      });
       const mcUp = await eventually(
         'every memcached instance scraped',
         async () => {

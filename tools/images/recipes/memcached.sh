@@ -5,7 +5,9 @@
 # saslpasswd2, to fill a sasldb, come along (see tools/images/README.md).
 tag=1.6
 main_package=memcached
-packages=(memcached libsasl2-modules sasl2-bin)
+# libstdc++6: the instance agent's Node (copied in from the manager image, it
+# publishes memcached's metrics) needs it, and memcached does not pull it in.
+packages=(memcached libsasl2-modules sasl2-bin libstdc++6)
 # The uid/gid of the official memcached image, which the operator runs as.
 users=("memcache:11211:11211:Memcached:/nonexistent:/usr/sbin/nologin")
 run_as=11211:11211
