@@ -135,6 +135,8 @@ export interface EngineUnderTest {
   };
 }
 
+/** The ConfigMap of the suite's user-defined metrics queries. */
+const CUSTOM_QUERIES = 'metrics-queries';
 const cond = (db: DatabaseObject, type: string): Condition | undefined =>
   db.status?.conditions?.find((c) => c.type === type);
 /** The status of each condition once all is well. */
@@ -433,6 +435,26 @@ export function describeReplication(e: EngineUnderTest): void {
     const rowsEverywhere = () => readReplicaRows({ client, namespace: ns, db: NAME, engine });
 
     test('three instances: one primary, two replicas; 300 rows written through the client Service are on every replica', async (t) => {
+      // User-defined metrics queries (issue 38), read by the metrics scenario: one that answers on
+      // both engines, one that fails in the engine (a table that does not exist).
+      if (e.metrics)
+        await client.resource(Kinds.ConfigMap).create({
+          metadata: { name: CUSTOM_QUERIES, namespace: ns },
+          data: {
+            'queries.yaml': [
+              'regulon_probe:',
+              "  query: select 'regulon' as tag, 42 as answer",
+              '  metrics:',
+              '    - tag: { usage: LABEL, description: A fixed label }',
+              '    - answer: { usage: GAUGE, description: A fixed number }',
+              'broken:',
+              '  query: select count(*) as n from information_schema.regulon_no_such_table',
+              '  metrics:',
+              '    - n: { usage: GAUGE, description: Never read }',
+              '',
+            ].join('\n'),
+          },
+        });
       await dbs().create(
         Database.object({
           metadata: { name: NAME, namespace: ns },
@@ -447,6 +469,9 @@ export function describeReplication(e: EngineUnderTest): void {
             // semi-synchronous ACK) rejoins in the scenarios that want every instance back; what
             // Keep does is a scenario of its own.
             replication: { failoverDelaySeconds: FAILOVER_DELAY_S, divergedData: 'Discard' },
+            ...(e.metrics
+              ? { monitoring: { customQueriesConfigMap: [{ name: CUSTOM_QUERIES, key: 'queries.yaml' }] } }
+              : {}),
           },
         }),
       );
@@ -538,7 +563,7 @@ export function describeReplication(e: EngineUnderTest): void {
       t.diagnostic(`positions: ${positioned.status!.instances!.map((i) => `${i.name}=${i.lsn}`).join(' ')}`);
     });
 
-    test("each instance's agent publishes the engine's metrics on the metrics port: the exporter's series with the instance's role, the primary's replicas streaming, each replica's link; a scrape takes milliseconds", async (t) => {
+    test("each instance's agent publishes the engine's metrics on the metrics port: the exporter's series with the instance's role, the primary's replicas streaming, each replica's link, the user-defined queries' series (one the engine refuses down); a scrape takes milliseconds", async (t) => {
       const m = e.metrics;
       if (!m) return t.skip('this engine publishes no metrics');
       assert.ok(writer, 'the first test started the writer');
@@ -591,7 +616,26 @@ export function describeReplication(e: EngineUnderTest): void {
         durations.push(
           sampleValue(parsePrometheusText(text), 'regulon_instance_scrape_duration_seconds') * 1000,
         );
+        // The user-defined queries, from the ConfigMap the spec names: the one that answers as its
+        // series, the one the engine refuses as a query down, the engine's own series untouched.
+        const series = parsePrometheusText(text);
+        assert.equal(sampleValue(series, `${m.prefix}_regulon_probe_answer`, { tag: 'regulon', role }), 42);
+        assert.equal(sampleValue(series, 'regulon_instance_custom_query_up', { query: 'regulon_probe' }), 1);
+        assert.equal(sampleValue(series, 'regulon_instance_custom_query_up', { query: 'broken' }), 0);
       }
+      // And on the Database: the manager asked the primary to plan each query, and names the one
+      // refused, not the one that runs.
+      const refused = cond(
+        await until(
+          'MetricsQueriesValid=False QueryRefused',
+          (d) => cond(d, 'MetricsQueriesValid')?.reason === 'QueryRefused',
+          60_000,
+        ),
+        'MetricsQueriesValid',
+      )!;
+      assert.equal(refused.status, 'False');
+      assert.match(refused.message, /refuses 1 of 2 user-defined queries: broken: .*regulon_no_such_table/);
+      assert.doesNotMatch(refused.message, /regulon_probe:/);
       // What a scrape costs: the engine read it reports, and the agent's memory before and after.
       const primaryPod = list.find((p) => p.metadata!.name === primary)!;
       const cost = await scrapeCost(
