@@ -392,7 +392,7 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
     t.diagnostic(`metrics: ${list.length} instances scraped; of ${primary}, ${describeCost(cost)}`);
   });
 
-  test("a plain Prometheus with deploy/'s kubernetes_sd scrape job and the shipped instance alerts finds every instance by its labels and port name: redis_up 1 on each, one primary, its replicas online, no alert; the primary filled past maxmemory fires RegulonRedisEvicting, which resolves once the keys go", async (t) => {
+  test("a plain Prometheus with deploy/'s kubernetes_sd scrape job and the shipped instance alerts finds every instance by its labels and port name: redis_up 1 on each, one primary, its replicas online, a memcached Cache's instances beside them with the hit ratio they served, no alert, every panel of both dashboards with data; the primary filled past maxmemory fires RegulonRedisEvicting, which resolves once the keys go", async (t) => {
     assert.ok(password, 'the first test ran');
     const c = await eventually('settled', async () => settled(await get()) && get());
     // deploy/'s job as it is, told where the API server is and which namespace to look in (this
