@@ -527,7 +527,15 @@ describe('Database controller', () => {
     assert.equal((await kstatus(await ready('kst'))).status, 'Current');
 
     // A minor upgrade is a rollout: every status written for it until Ready again is InProgress,
-    // none Failed. A watch sees each write (on KWOK the rollout can end between two polls).
+    // none Failed. A watch sees each write. On KWOK a new Pod is Ready within milliseconds, so a
+    // reconcile slowed by a loaded machine could see the rollout begin and end at once and write
+    // no InProgress at all: the nodes are cordoned for the upgrade, so the new Pod waits, Pending,
+    // until the status has said InProgress.
+    const nodes = client.resource(Kinds.Node);
+    const cordon = async (unschedulable: boolean) => {
+      for (const n of (await nodes.list()).items)
+        await nodes.patch(n.metadata!.name!, { spec: { unschedulable } }, { type: 'merge' });
+    };
     const writes: DatabaseObject[] = [];
     const watching = new AbortController();
     let opened!: () => void;
@@ -542,7 +550,17 @@ describe('Database controller', () => {
         if (e.type === 'MODIFIED') writes.push(e.object);
     })();
     await open;
-    const changed = await patch('kst', { version: '16.8' });
+    await cordon(true);
+    let changed: DatabaseObject;
+    try {
+      changed = await patch('kst', { version: '16.8' });
+      await eventually(
+        'kst InProgress while its new Pod cannot be scheduled',
+        async () => (await kstatus(await get('kst'))).status === 'InProgress',
+      );
+    } finally {
+      await cordon(false);
+    }
     try {
       await eventually('kst upgraded and Ready', async () => {
         const d = await get('kst');
