@@ -48,6 +48,7 @@ export { DATABASE_RBAC, DATABASE_BACKUP_RBAC, INSTANCE_AGENT_RBAC } from './rbac
 export { setupDatabaseWebhooks } from './webhook.ts';
 export { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
 export { setupDatabaseBackupController, BACKUP_CONTROLLER_NAME } from './backup/controller.ts';
+export { FORCE_PROMOTE_ANNOTATION, SWITCHOVER_ANNOTATION } from './replication/replication.ts';
 
 export const CONTROLLER_NAME = 'database';
 /** Databases filed under the Secret their spec.credentials.secretName names. */
