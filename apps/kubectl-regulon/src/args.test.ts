@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_BACKUP_TIMEOUT_MS, DEFAULT_SWITCHOVER_TIMEOUT_MS, parseCommandLine } from './args.ts';
+import {
+  bundleFormatOf,
+  DEFAULT_BACKUP_TIMEOUT_MS,
+  DEFAULT_RESTORE_TIMEOUT_MS,
+  DEFAULT_SWITCHOVER_TIMEOUT_MS,
+  parseCommandLine,
+  parseTargetTime,
+} from './args.ts';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
 
@@ -97,6 +104,86 @@ describe('parseCommandLine', () => {
     assert.equal(c.tail, 20);
     assert.equal(c.sinceMs, 5_400_000);
     usage(['logs', 'cache', 'sessions', '--tail', 'ten'], /--tail: "ten" is not a whole number/);
+  });
+
+  test('restore: DATABASE NEW_NAME, --backup or --time (not both), --dry-run, -o', () => {
+    assert.deepEqual(parseCommandLine(['restore', 'orders', 'orders-copy']).command, {
+      name: 'restore',
+      database: 'orders',
+      newName: 'orders-copy',
+      backup: undefined,
+      targetTime: undefined,
+      dryRun: false,
+      output: undefined,
+      wait: false,
+      timeoutMs: DEFAULT_RESTORE_TIMEOUT_MS,
+    });
+    const pit = parseCommandLine([
+      'restore',
+      'orders',
+      'o2',
+      '--time',
+      '2026-11-24T12:00:00+01:00',
+      '--wait',
+    ]);
+    assert.ok(pit.command.name === 'restore');
+    assert.equal(pit.command.targetTime, '2026-11-24T12:00:00+01:00');
+    assert.equal(pit.command.wait, true);
+    const dry = parseCommandLine(['restore', 'orders', 'o2', '--backup=nightly', '--dry-run', '-o', 'json']);
+    assert.ok(dry.command.name === 'restore');
+    assert.deepEqual([dry.command.backup, dry.command.dryRun, dry.command.output], ['nightly', true, 'json']);
+    usage(['restore', 'orders'], /restore: missing NEW_NAME/);
+    usage(['restore', 'a', 'b', '--backup', 'x', '--time', '2026-11-24T12:00:00Z'], /two kinds of restore/);
+    usage(['restore', 'a', 'b', '--time', 'yesterday'], /--time: "yesterday" is not an RFC 3339 time/);
+    usage(['restore', 'a', 'b', '-o', 'text'], /"text" is not one of json, yaml/);
+    usage(['restore', 'a', 'b', '--dry-run', '--wait'], /nothing to wait for/);
+  });
+
+  test('parseTargetTime: RFC 3339 with a zone, a real date', () => {
+    assert.equal(parseTargetTime('2026-11-24T12:00:00Z'), '2026-11-24T12:00:00Z');
+    assert.equal(parseTargetTime('2026-11-24 12:00:00.5z'), '2026-11-24T12:00:00.5Z');
+    for (const bad of ['2026-11-24', '2026-11-24T12:00:00', '2026-13-40T12:00:00Z', '12:00'])
+      assert.throws(() => parseTargetTime(bad), UsageError, bad);
+  });
+
+  test('psql, mysql, redis-cli: the object, --replica or --instance, and what follows -- untouched', () => {
+    assert.deepEqual(parseCommandLine(['psql', 'orders', '-n', 'shop', '--', '-c', 'select 1', '-n', 'x']), {
+      global: { namespace: 'shop', context: undefined, kubeconfig: undefined },
+      command: {
+        name: 'client',
+        client: 'psql',
+        object: 'orders',
+        replica: false,
+        instance: undefined,
+        args: ['-c', 'select 1', '-n', 'x'],
+      },
+    });
+    const replica = parseCommandLine(['mysql', 'orders', '--replica']).command;
+    assert.ok(replica.name === 'client');
+    assert.deepEqual([replica.client, replica.replica, replica.args], ['mysql', true, []]);
+    const cache = parseCommandLine([
+      'redis-cli',
+      'sessions',
+      '--instance',
+      'sessions-2',
+      '--',
+      'ping',
+    ]).command;
+    assert.ok(cache.name === 'client');
+    assert.deepEqual([cache.client, cache.instance, cache.args], ['redis-cli', 'sessions-2', ['ping']]);
+    usage(['redis-cli'], /redis-cli: missing CACHE/);
+    usage(['psql', 'orders', '--replica', '--instance', 'orders-1'], /two ways/);
+    usage(['logs', 'db', 'orders', '--', '-f'], /after "--" go only to psql, mysql or redis-cli/);
+  });
+
+  test('report: KIND NAME, -f FILE whose ending picks the format', () => {
+    const c = parseCommandLine(['report', 'db', 'orders', '-f', '/tmp/r.zip']).command;
+    assert.ok(c.name === 'report');
+    assert.deepEqual([c.kind.kind, c.object, c.file, c.format], ['Database', 'orders', '/tmp/r.zip', 'zip']);
+    assert.equal(bundleFormatOf(undefined), 'tar.gz');
+    assert.equal(bundleFormatOf('x.tgz'), 'tar.gz');
+    assert.equal(bundleFormatOf('x.tar.gz'), 'tar.gz');
+    usage(['report', 'db', 'orders', '--file', 'x.rar'], /ends in neither \.tar\.gz \(or \.tgz\) nor \.zip/);
   });
 
   test('usage errors name what is wrong', () => {

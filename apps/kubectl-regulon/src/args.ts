@@ -19,6 +19,15 @@ export type OutputFormat = 'text' | 'json' | 'yaml';
 export const DEFAULT_SWITCHOVER_TIMEOUT_MS = 5 * 60_000;
 /** A backup's default --timeout: a physical backup of a few tens of GB into an object store. */
 export const DEFAULT_BACKUP_TIMEOUT_MS = 30 * 60_000;
+/** A restore's: the backup's transfer back, and the WAL replayed after it. */
+export const DEFAULT_RESTORE_TIMEOUT_MS = 30 * 60_000;
+
+/** The engine clients the plugin runs in an instance, by their command names. */
+export const CLIENT_COMMANDS = ['psql', 'mysql', 'redis-cli'] as const;
+export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
+
+/** What `report -f` writes: a gzipped tar or a zip, by the file name's ending. */
+export type BundleFormat = 'tar.gz' | 'zip';
 
 export type Command =
   | { name: 'help'; topic?: string | undefined }
@@ -26,7 +35,27 @@ export type Command =
   | { name: 'switchover'; database: string; to?: string | undefined; wait: boolean; timeoutMs: number }
   | { name: 'promote'; database: string; pod: string; wait: boolean; timeoutMs: number }
   | { name: 'backup'; database: string; backupName?: string | undefined; wait: boolean; timeoutMs: number }
-  | { name: 'logs'; kind: KindInfo; object: string; tail?: number | undefined; sinceMs?: number | undefined };
+  | { name: 'logs'; kind: KindInfo; object: string; tail?: number | undefined; sinceMs?: number | undefined }
+  | {
+      name: 'restore';
+      database: string;
+      newName: string;
+      backup?: string | undefined;
+      targetTime?: string | undefined;
+      dryRun: boolean;
+      output?: 'json' | 'yaml' | undefined;
+      wait: boolean;
+      timeoutMs: number;
+    }
+  | {
+      name: 'client';
+      client: ClientCommand;
+      object: string;
+      replica: boolean;
+      instance?: string | undefined;
+      args: string[];
+    }
+  | { name: 'report'; kind: KindInfo; object: string; file?: string | undefined; format: BundleFormat };
 
 export interface Invocation {
   global: GlobalOptions;
@@ -44,19 +73,43 @@ const GLOBAL: Options = {
 const WAIT: Options = { wait: { type: 'boolean' }, timeout: { type: 'string' } };
 
 /** Each command's own options, beside GLOBAL. */
-const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, Options> = {
+type CommandWord = Exclude<Command['name'], 'help' | 'client'> | ClientCommand;
+
+const COMMAND_OPTIONS: Record<CommandWord, Options> = {
   status: { output: { type: 'string', short: 'o' } },
   switchover: { to: { type: 'string' }, ...WAIT },
   promote: WAIT,
   backup: { name: { type: 'string' }, ...WAIT },
   logs: { tail: { type: 'string' }, since: { type: 'string' } },
+  restore: {
+    backup: { type: 'string' },
+    time: { type: 'string' },
+    'dry-run': { type: 'boolean' },
+    output: { type: 'string', short: 'o' },
+    ...WAIT,
+  },
+  psql: clientOptions(),
+  mysql: clientOptions(),
+  'redis-cli': clientOptions(),
+  report: { file: { type: 'string', short: 'f' } },
 };
+
+function clientOptions(): Options {
+  return { replica: { type: 'boolean' }, instance: { type: 'string' } };
+}
+
+const isClient = (word: string): word is ClientCommand =>
+  (CLIENT_COMMANDS as readonly string[]).includes(word);
 
 const isCommand = (word: string | undefined): word is keyof typeof COMMAND_OPTIONS =>
   word !== undefined && Object.hasOwn(COMMAND_OPTIONS, word);
 
 /** Parses argv (without node and the script); throws UsageError. */
-export function parseCommandLine(argv: readonly string[]): Invocation {
+export function parseCommandLine(all: readonly string[]): Invocation {
+  // What follows `--` goes to the engine's client untouched (psql, mysql, redis-cli).
+  const dash = all.indexOf('--');
+  const argv = dash < 0 ? all : all.slice(0, dash);
+  const passed = dash < 0 ? undefined : all.slice(dash + 1);
   const word = commandWord(argv);
   if (word === undefined) {
     const { values } = parse(argv, GLOBAL);
@@ -69,7 +122,9 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
   const global = globalOf(values);
   if (values.help === true) return { global, command: { name: 'help', topic: word } };
   const args = positionals.slice(1);
-  return { global, command: COMMANDS[word](args, values) };
+  if (passed !== undefined && !isClient(word))
+    throw new UsageError(`${word}: arguments after "--" go only to psql, mysql or redis-cli`);
+  return { global, command: COMMANDS[word](args, values, passed ?? []) };
 }
 
 type Values = Record<string, string | boolean | undefined>;
@@ -124,7 +179,44 @@ function waitOptions(values: Values, defaultMs: number): { wait: boolean; timeou
   return { wait: values.wait === true, timeoutMs: timeout ? parseDuration('--timeout', timeout) : defaultMs };
 }
 
-const COMMANDS: Record<keyof typeof COMMAND_OPTIONS, (args: string[], values: Values) => Command> = {
+/** RFC 3339 with a zone (Z or ±hh:mm), as the CRD's date-time format and postgres' recovery target take it. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/** `--time`: an RFC 3339 moment that is a real date; normalised to the form the API server stores. */
+export function parseTargetTime(text: string): string {
+  if (!RFC3339.test(text) || Number.isNaN(Date.parse(text)))
+    throw new UsageError(`--time: "${text}" is not an RFC 3339 time such as 2026-11-24T12:00:00Z`);
+  return text.replace(' ', 'T').replace(/z$/, 'Z').replace(/t/, 'T');
+}
+
+/** The format `report -f FILE` writes, from FILE's ending. */
+export function bundleFormatOf(file: string | undefined): BundleFormat {
+  if (file === undefined || /\.(tar\.gz|tgz)$/.test(file)) return 'tar.gz';
+  if (file.endsWith('.zip')) return 'zip';
+  throw new UsageError(`--file: "${file}" ends in neither .tar.gz (or .tgz) nor .zip`);
+}
+
+function clientCommand(client: ClientCommand) {
+  return (args: string[], values: Values, passed: string[]): Command => {
+    const [object] = positionals(client, args, [client === 'redis-cli' ? 'CACHE' : 'DATABASE']);
+    const instance = str(values.instance);
+    if (instance !== undefined && values.replica === true)
+      throw new UsageError(`${client}: --replica and --instance name the instance two ways: give one`);
+    return {
+      name: 'client',
+      client,
+      object: object!,
+      replica: values.replica === true,
+      instance,
+      args: passed,
+    };
+  };
+}
+
+const COMMANDS: Record<
+  keyof typeof COMMAND_OPTIONS,
+  (args: string[], values: Values, passed: string[]) => Command
+> = {
   status(args, values) {
     const [kind, object] = positionals('status', args, ['KIND', 'NAME']);
     const output = str(values.output) ?? 'text';
@@ -172,5 +264,38 @@ const COMMANDS: Record<keyof typeof COMMAND_OPTIONS, (args: string[], values: Va
       tail: tailText === undefined ? undefined : Number(tailText),
       sinceMs: since === undefined ? undefined : parseDuration('--since', since),
     };
+  },
+  restore(args, values) {
+    const [database, newName] = positionals('restore', args, ['DATABASE', 'NEW_NAME']);
+    const backup = str(values.backup);
+    const time = str(values.time);
+    if (backup !== undefined && time !== undefined)
+      throw new UsageError(
+        'restore: --backup and --time are two kinds of restore: a DatabaseBackup ends where it ended; --time replays the archive to a moment',
+      );
+    const output = str(values.output);
+    if (output !== undefined && output !== 'json' && output !== 'yaml')
+      throw new UsageError(`--output: "${output}" is not one of json, yaml`);
+    const dryRun = values['dry-run'] === true;
+    if (dryRun && values.wait === true)
+      throw new UsageError('restore: --dry-run creates nothing to wait for');
+    return {
+      name: 'restore',
+      database: database!,
+      newName: newName!,
+      backup,
+      targetTime: time === undefined ? undefined : parseTargetTime(time),
+      dryRun,
+      output,
+      ...waitOptions(values, DEFAULT_RESTORE_TIMEOUT_MS),
+    };
+  },
+  psql: clientCommand('psql'),
+  mysql: clientCommand('mysql'),
+  'redis-cli': clientCommand('redis-cli'),
+  report(args, values) {
+    const [kind, object] = positionals('report', args, ['KIND', 'NAME']);
+    const file = str(values.file);
+    return { name: 'report', kind: kindOf(kind!), object: object!, file, format: bundleFormatOf(file) };
   },
 };

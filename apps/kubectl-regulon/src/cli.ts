@@ -7,7 +7,10 @@ import { connect } from './connect.ts';
 import type { CommandEnv } from './env.ts';
 import { describeFailure, EXIT_OK } from './errors.ts';
 import { COMMAND_HELP, USAGE } from './help.ts';
+import { runClient, spawnInheriting, type Spawner } from './exec.ts';
 import { logs } from './logs.ts';
+import { report } from './bundle.ts';
+import { restore } from './restore.ts';
 import { status } from './status.ts';
 import { promote, switchover } from './switchover.ts';
 
@@ -17,6 +20,12 @@ export interface RunOptions {
   clock?: Clock | undefined;
   date?: (() => Date) | undefined;
   signal?: AbortSignal | undefined;
+  /** How psql, mysql and redis-cli run kubectl (default: the kubectl on PATH, on this terminal). */
+  spawn?: Spawner | undefined;
+  /** Default: whether process.stdin is a terminal. */
+  stdinIsTTY?: boolean | undefined;
+  /** Default: process.cwd(). */
+  cwd?: string | undefined;
 }
 
 /** Runs `kubectl regulon <argv>`; resolves with the exit code, never rejects. */
@@ -35,9 +44,12 @@ export async function run(argv: readonly string[], opts: RunOptions): Promise<nu
       clock: opts.clock ?? realClock,
       date: opts.date ?? (() => new Date()),
       signal: opts.signal,
+      global,
+      spawn: opts.spawn ?? spawnInheriting,
+      stdinIsTTY: opts.stdinIsTTY ?? process.stdin.isTTY === true,
+      cwd: opts.cwd ?? process.cwd(),
     };
-    await dispatch(env, command);
-    return EXIT_OK;
+    return (await dispatch(env, command)) ?? EXIT_OK;
   } catch (err) {
     const { line, code } = describeFailure(err);
     opts.err(`error: ${line}\n`);
@@ -48,17 +60,27 @@ export async function run(argv: readonly string[], opts: RunOptions): Promise<nu
   }
 }
 
-async function dispatch(env: CommandEnv, command: Exclude<Command, { name: 'help' }>): Promise<void> {
+/** Runs the command; an exit code of its own (an engine client's) when it has one. */
+async function dispatch(
+  env: CommandEnv,
+  command: Exclude<Command, { name: 'help' }>,
+): Promise<number | undefined> {
   switch (command.name) {
     case 'status':
-      return status(env, command.kind, command.object, command.output);
+      return void (await status(env, command.kind, command.object, command.output));
     case 'switchover':
-      return switchover(env, command);
+      return void (await switchover(env, command));
     case 'promote':
-      return promote(env, command);
+      return void (await promote(env, command));
     case 'backup':
-      return backup(env, command);
+      return void (await backup(env, command));
     case 'logs':
-      return logs(env, command);
+      return void (await logs(env, command));
+    case 'restore':
+      return void (await restore(env, command));
+    case 'report':
+      return void (await report(env, command));
+    case 'client':
+      return runClient(env, command);
   }
 }

@@ -1,7 +1,9 @@
 // What a command runs with: the connection, where its output goes, and time.
 // Injected, so the entry function runs in tests as it runs in a terminal.
 import type { Clock } from '@regulon/util';
+import type { GlobalOptions } from './args.ts';
 import type { Connection } from './connect.ts';
+import type { Spawner } from './exec.ts';
 
 export interface CommandEnv extends Connection {
   /** Standard output: the command's result (a screen, a document, a name). */
@@ -13,4 +15,12 @@ export interface CommandEnv extends Connection {
   /** The wall clock, for ages and generated names. */
   date(): Date;
   signal?: AbortSignal | undefined;
+  /** The command line's --context and --kubeconfig, for the kubectl a command runs (exec). */
+  global: GlobalOptions;
+  /** Runs kubectl attached to the terminal (psql, mysql, redis-cli). */
+  spawn: Spawner;
+  /** Whether stdin is a terminal: an interactive client gets one in the container too. */
+  stdinIsTTY: boolean;
+  /** Where `report` writes its bundle unless -f says: the working directory. */
+  cwd: string;
 }

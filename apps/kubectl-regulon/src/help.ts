@@ -17,6 +17,11 @@ Commands:
   promote DATABASE POD          force a failover that waits to promote POD (may lose writes)
   backup DATABASE               take a backup now (a DatabaseBackup)
   logs KIND NAME                the logs of every instance, each line prefixed with its Pod and role
+  restore DATABASE NEW_NAME     a new Database from DATABASE's backups: a DatabaseBackup, or a point in time
+  psql DATABASE [-- ARGS]       psql in a postgres Database's primary (or a replica), already logged in
+  mysql DATABASE [-- ARGS]      the mariadb or mysql client in a Database's primary, already logged in
+  redis-cli CACHE [-- ARGS]     redis-cli in a redis Cache's primary, already logged in
+  report KIND NAME              a support bundle (object, children, Events, logs; no Secret data)
 
 Run "kubectl regulon COMMAND --help" for a command's options.
 
@@ -73,4 +78,74 @@ after another, in name order.
 
       --tail N       the last N lines of each Pod
       --since D      only lines newer than D (such as 10m, 1h)`,
+  restore: `Usage: kubectl regulon restore DATABASE NEW_NAME [--backup B | --time T] [--wait [--timeout D]]
+                                [--dry-run] [-o json|yaml]
+
+Creates the Database NEW_NAME, filled from DATABASE's backups by its
+controller (spec.bootstrap.recovery), and prints it. Without --backup or
+--time: DATABASE's latest backup in its object store, and its archived WAL
+replayed to the end. NEW_NAME gets DATABASE's engine, version, replicas,
+storage, replication, parameters, resources and backup settings, with its own
+credentials and its own repository in the same object store (its default
+path, <namespace>/NEW_NAME). DATABASE is only read: it keeps running.
+
+      --backup B     restore exactly what the DatabaseBackup B holds (postgres, mariadb)
+      --time T       recover to the moment T, RFC 3339 such as 2026-11-24T12:00:00Z (postgres):
+                     the latest backup before it, then the archived WAL up to T
+      --dry-run      print the Database it would create, create nothing (YAML unless -o json)
+  -o, --output FMT   print the created Database as json or yaml instead of one line
+      --wait         wait until NEW_NAME is Ready; exit 1 if it stalls
+      --timeout D    how long --wait waits (default 30m)`,
+  psql: clientHelp(
+    'psql',
+    'DATABASE',
+    'a postgres Database',
+    'psql orders -- -c "select 1"',
+    'SUPERUSER and SUPERUSER_PASSWORD\n(from its credentials Secret), into PGPASSWORD',
+  ),
+  mysql: clientHelp(
+    'mysql',
+    'DATABASE',
+    'a mariadb or mysql Database (the mariadb client on mariadb)',
+    'mysql orders -- -e "select 1"',
+    'SUPERUSER_PASSWORD\n(mysql: MYSQL_ROOT_PASSWORD), into MYSQL_PWD',
+  ),
+  'redis-cli': clientHelp(
+    'redis-cli',
+    'CACHE',
+    'a redis Cache',
+    'redis-cli sessions -- info replication',
+    'REDISCLI_AUTH,\nwhich redis-cli reads itself',
+  ),
+  report: `Usage: kubectl regulon report KIND NAME [-f FILE.tar.gz|FILE.zip]
+
+Writes a support bundle of the object, to attach to an issue: the object,
+the status screen (text and YAML), the objects it owns (StatefulSets,
+Deployments, Pods, Services, PersistentVolumeClaims, Jobs, CronJobs,
+PodDisruptionBudgets, Leases), its ConfigMaps (names and keys) and Secrets
+(names only), the Events about any of them, and each container's log (the
+previous container's too, after a restart). No Secret data is read, so none
+is in it; an inline environment value named like a password is REDACTED.
+What could not be collected is listed in errors.txt inside. Prints the
+file's name. KIND: database|db, cache|kc, myapp|ma.
+
+  -f, --file FILE    where to write it; .tar.gz (or .tgz) or .zip
+                     (default: <kind>-NAME-report-<UTC time>.tar.gz here)`,
 };
+
+function clientHelp(command: string, what: string, kind: string, example: string, env: string): string {
+  return `Usage: kubectl regulon ${command} ${what} [--replica | --instance POD] [-- ARGS...]
+
+Runs ${command} in an instance of ${kind}, connected as its
+generated (or given) user: the primary, or with --replica the replica that
+serves reads with the least lag. It runs "kubectl exec" (the kubectl on PATH,
+with this command's -n, --context and --kubeconfig) with a terminal when
+stdin is one, so it is interactive, or reads a script piped in. The password
+is never read or printed by the plugin, nor on any command line: the client
+takes it in the container from ${env}.
+ARGS after "--" go to the client, such as: kubectl regulon ${example}
+The exit code is the client's.
+
+      --replica       connect to a replica instead of the primary
+      --instance POD  connect to this instance`;
+}

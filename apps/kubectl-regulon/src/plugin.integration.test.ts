@@ -4,6 +4,10 @@
 // `status` prints. The controller's side (the annotations' effects) is
 // written here by the test, as the controller's status.ts would write it.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
@@ -17,7 +21,7 @@ import {
 } from '@regulon/database-controller';
 import { eventually, start, type TestEnv } from '@regulon/testenv';
 import { parse } from 'yaml';
-import { run } from './cli.ts';
+import { run, type RunOptions } from './cli.ts';
 import type { StatusReport } from './report.ts';
 import { replicatedDatabase } from './testing/fixtures.ts';
 
@@ -45,16 +49,20 @@ describe('kubectl regulon against the API server', () => {
       await dbs().patchStatus('orders', { status }, { namespace: ns });
     });
 
-  /** `kubectl regulon ARGS -n NS --kubeconfig …`, in this process. */
-  const kubectl = async (...args: string[]) => {
+  /** `kubectl regulon -n NS --kubeconfig … ARGS`, in this process (ARGS may end with `-- …`). */
+  const kubectl = async (...args: string[]) => kubectlWith({}, ...args);
+  const kubectlWith = async (opts: Partial<RunOptions>, ...args: string[]) => {
     let stdout = '';
     let stderr = '';
-    const code = await run([...args, '-n', ns, '--kubeconfig', env.controlPlane.kubeconfigPath], {
+    const code = await run(['-n', ns, '--kubeconfig', env.controlPlane.kubeconfigPath, ...args], {
       out: (t) => (stdout += t),
       err: (t) => (stderr += t),
+      cwd: scratch,
+      ...opts,
     });
     return { code, stdout, stderr };
   };
+  const scratch = mkdtempSync(join(tmpdir(), 'kubectl-regulon-it-'));
 
   before(async () => {
     env = await start();
@@ -87,6 +95,7 @@ describe('kubectl regulon against the API server', () => {
   });
   after(async () => {
     client.close();
+    rmSync(scratch, { recursive: true, force: true });
     await env.stop();
   });
 
@@ -289,5 +298,209 @@ describe('kubectl regulon against the API server', () => {
       stderr,
       /^orders-0 \(replica\) logs unavailable: .+\nerror: could not read the logs of orders-0\n$/,
     );
+  });
+
+  test('restore --backup: a new Database with the source spec and recovery.backup, as the CRD accepts it', async () => {
+    const { code, stdout, stderr } = await kubectl(
+      'restore',
+      'orders',
+      'orders-copy',
+      '--backup',
+      'before-upgrade',
+    );
+    assert.equal(code, 0, stderr);
+    assert.equal(stdout, 'database/orders-copy created, restoring from databasebackup/before-upgrade\n');
+    assert.match(stderr, /before-upgrade has not succeeded yet: the restore starts once it has/);
+    const db = await dbs().get('orders-copy', { namespace: ns });
+    assert.deepEqual(db.spec.bootstrap, { recovery: { backup: 'before-upgrade' } });
+    assert.equal(db.spec.engine, 'postgres');
+    assert.equal(db.spec.version, '16.8');
+    assert.equal(db.spec.replicas, 3);
+    assert.equal(String(db.spec.storage.size), '10Gi');
+    assert.equal(db.spec.backup?.objectStore?.bucket, 'backups');
+    assert.equal(db.spec.backup?.objectStore?.path, undefined, 'its own repository: the default path');
+    assert.equal(db.metadata.annotations?.['regulon.dev/restored-from'], `${ns}/orders`);
+
+    const again = await kubectl('restore', 'orders', 'orders-copy', '--backup', 'before-upgrade');
+    assert.equal(again.code, 1);
+    assert.equal(again.stderr, `error: Database "orders-copy" already exists in namespace "${ns}"\n`);
+    const failed = await kubectl('restore', 'orders', 'orders-x', '--backup', 'nightly');
+    assert.equal(failed.code, 1);
+    assert.equal(
+      failed.stderr,
+      'error: DatabaseBackup "nightly" failed: there is nothing to restore from it\n',
+    );
+    const missing = await kubectl('restore', 'orders', 'orders-x', '--backup', 'nope');
+    assert.equal(missing.stderr, `error: DatabaseBackup "nope" not found in namespace "${ns}"\n`);
+  });
+
+  test('restore --time -o yaml --wait: recovery.source is the source repository, done once Ready', async () => {
+    const at = '2026-11-24T12:00:00Z';
+    const controller = eventually('the restored Database', () =>
+      dbs().get('orders-noon', { namespace: ns }),
+    ).then((db) =>
+      dbs().patchStatus(
+        'orders-noon',
+        {
+          status: {
+            phase: 'Ready',
+            conditions: [
+              {
+                type: 'Ready',
+                status: 'True',
+                reason: 'AllReplicasReady',
+                message: '3/3 replicas ready',
+                observedGeneration: db.metadata.generation,
+                lastTransitionTime: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+              },
+            ],
+          },
+        },
+        { namespace: ns },
+      ),
+    );
+    const { code, stdout, stderr } = await kubectl(
+      'restore',
+      'orders',
+      'orders-noon',
+      '--time',
+      at,
+      '-o',
+      'yaml',
+      '--wait',
+      '--timeout',
+      '30s',
+    );
+    await controller;
+    assert.equal(code, 0, stderr);
+    const cut = stdout.lastIndexOf('database/');
+    const printed = parse(stdout.slice(0, cut)) as DatabaseObject;
+    const last = stdout.slice(cut);
+    assert.equal(printed.metadata.name, 'orders-noon');
+    assert.equal(last, 'database/orders-noon is Ready\n');
+    const db = await dbs().get('orders-noon', { namespace: ns });
+    assert.deepEqual(db.spec.bootstrap?.recovery, {
+      source: {
+        endpoint: 'https://minio.storage.svc:9000',
+        bucket: 'backups',
+        path: `${ns}/orders`,
+        region: 'us-east-1',
+        credentials: {
+          secretName: 'store-keys',
+          accessKeyIdKey: 'ACCESS_KEY_ID',
+          secretAccessKeyKey: 'ACCESS_SECRET_KEY',
+        },
+      },
+      targetTime: at,
+    });
+  });
+
+  test('restore --dry-run prints the Database and creates nothing', async () => {
+    const { code, stdout } = await kubectl('restore', 'orders', 'orders-dry', '--dry-run');
+    assert.equal(code, 0);
+    const printed = parse(stdout) as DatabaseObject;
+    assert.equal(printed.kind, 'Database');
+    assert.equal(printed.spec.bootstrap?.recovery?.source?.path, `${ns}/orders`);
+    await assert.rejects(dbs().get('orders-dry', { namespace: ns }), /not found/);
+  });
+
+  test('psql: kubectl exec into the primary with the connection flags; the exit code is the client one', async () => {
+    await dbs().patchStatus('orders', { status: { currentPrimary: 'orders-0' } }, { namespace: ns });
+    const calls: { command: string; args: string[] }[] = [];
+    const spawn = (command: string, args: string[]) => {
+      calls.push({ command, args });
+      return Promise.resolve(3);
+    };
+    const { code, stderr } = await kubectlWith(
+      { spawn, stdinIsTTY: false },
+      'psql',
+      'orders',
+      '--',
+      '-c',
+      'select 1',
+    );
+    assert.equal(stderr, '');
+    assert.equal(code, 3);
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0]!.command, 'kubectl');
+    assert.deepEqual(calls[0]!.args.slice(0, 11), [
+      'exec',
+      '-i',
+      'orders-0',
+      '-n',
+      ns,
+      '--kubeconfig',
+      env.controlPlane.kubeconfigPath,
+      '-c',
+      'postgres',
+      '--',
+      'sh',
+    ]);
+    assert.deepEqual(calls[0]!.args.slice(-3), ['psql', '-c', 'select 1']);
+    const wrong = await kubectlWith({ spawn }, 'mysql', 'orders');
+    assert.equal(wrong.code, 1);
+    assert.equal(wrong.stderr, 'error: Database "orders" runs postgres: use kubectl regulon psql orders\n');
+  });
+
+  test('report: the object, its children, Events and status in a tar.gz and a zip; no Secret data', async () => {
+    const labels = { 'app.kubernetes.io/name': 'postgres', 'app.kubernetes.io/instance': 'orders' };
+    await client.resource(Kinds.Secret).create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'orders-credentials', namespace: ns, labels },
+      stringData: { username: 'postgres', password: 'hunter2-do-not-leak' },
+    });
+    await client.resource(Kinds.ConfigMap).create({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'orders-config', namespace: ns, labels },
+      data: { 'postgresql.conf': 'max_connections = 100\n', 'start.sh': 'exec postgres\n' },
+    });
+    for (const file of ['bundle.tar.gz', 'bundle.zip']) {
+      const { code, stdout, stderr } = await kubectl('report', 'db', 'orders', '-f', file);
+      assert.equal(code, 0, stderr);
+      assert.equal(stdout, `${file}\n`);
+      assert.match(stderr, /files, \d+ KiB; \d+ could not be collected \(errors\.txt\)\n$/);
+      const out = join(scratch, file.replace('.', '-'));
+      execFileSync('mkdir', [out]);
+      if (file.endsWith('.zip')) execFileSync('unzip', ['-q', join(scratch, file), '-d', out]);
+      else execFileSync('tar', ['-xzf', join(scratch, file), '-C', out]);
+      const [top] = readdirSync(out);
+      assert.match(top!, /^databases-orders-report-\d{8}t\d{6}z$/);
+      const read = (p: string) => readFileSync(join(out, top!, p), 'utf8');
+      const all = execFileSync('find', [join(out, top!), '-type', 'f'], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .map((p) => p.slice(join(out, top!).length + 1))
+        .sort();
+      for (const expected of [
+        'README.txt',
+        'children/pods/orders-0.yaml',
+        'children/pods/orders-backup-x.yaml',
+        'configmaps.yaml',
+        'errors.txt',
+        'events.yaml',
+        'object.yaml',
+        'secrets.yaml',
+        'status.txt',
+        'status.yaml',
+      ])
+        assert.ok(all.includes(expected), `${expected} in ${all.join(', ')}`);
+      assert.ok(!all.some((p) => p.includes('other-0')), 'another Database Pod is left out');
+      assert.equal((parse(read('object.yaml')) as DatabaseObject).metadata.name, 'orders');
+      assert.deepEqual((parse(read('secrets.yaml')) as { secrets: string[] }).secrets, [
+        'orders-credentials',
+      ]);
+      assert.deepEqual((parse(read('configmaps.yaml')) as { configMaps: unknown }).configMaps, [
+        { name: 'orders-config', keys: ['postgresql.conf', 'start.sh'] },
+      ]);
+      assert.match(read('events.yaml'), /reason: SwitchoverStarted/);
+      assert.match(read('status.txt'), new RegExp(`^Database ${ns}/orders: Ready\n`));
+      assert.match(read('errors.txt'), /^logs of orders-0\/postgres: /m);
+      for (const p of all) {
+        const text = read(p);
+        assert.doesNotMatch(text, /hunter2|aHVudGVyMi1kby1ub3QtbGVhaw/, p);
+      }
+    }
   });
 });

@@ -34,7 +34,11 @@ export async function status(
  * a deleted one's Events (they outlive it by the API server's --event-ttl, an
  * hour), are left out.
  */
-async function eventsAbout(env: CommandEnv, kind: KindInfo, object: AnyObject): Promise<EventObject[]> {
+export async function eventsAbout(
+  env: CommandEnv,
+  kind: KindInfo,
+  object: AnyObject,
+): Promise<EventObject[]> {
   type Regarding = { regarding?: { kind?: string; uid?: string } };
   const { items } = await env.client
     .resource(retyped<KubeObject & EventObject & Regarding>(Kinds.Event))
@@ -49,7 +53,7 @@ async function eventsAbout(env: CommandEnv, kind: KindInfo, object: AnyObject): 
 }
 
 /** The namespace's DatabaseBackups; undefined where their CRD is not installed (a manager without backups). */
-async function backupsOf(env: CommandEnv): Promise<DatabaseBackupObject[] | undefined> {
+export async function backupsOf(env: CommandEnv): Promise<DatabaseBackupObject[] | undefined> {
   try {
     const { items } = await env.client
       .resource<DatabaseBackupObject>(DatabaseBackup.type)

@@ -57,6 +57,8 @@ export function replicatedDatabase(): DatabaseObject {
         { name: 'orders-1', role: 'primary', state: 'Primary', timeline: 2, lsn: '0/5000148' },
         {
           name: 'orders-2',
+          // standby, not replica: the controller's word for an instance that does not serve reads
+          // (status.ts instancesOf: no role in the plan, here streaming beyond maxLag: Lagging).
           role: 'standby',
           state: 'Lagging',
           timeline: 2,
