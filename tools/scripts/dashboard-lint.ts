@@ -21,6 +21,7 @@ interface Variable {
   query?: string | { query?: string };
   datasource?: { uid?: string } | string;
   multi?: boolean;
+  includeAll?: boolean;
   allValue?: string;
   refresh?: number;
 }

@@ -352,6 +352,8 @@ export interface VariableSpec {
   regex?: string;
   /** Offers "All" (`.+`) and selects it by default; without it, the first value is the default. */
   all: boolean;
+  /** What "All" matches when not ALL_VALUE: `.*` for a label some series lack. */
+  allValue?: string;
 }
 
 /**
@@ -488,7 +490,7 @@ export function buildDashboard(spec: DashboardSpec): Dashboard {
       .sort(VariableSort.AlphabeticalAsc)
       .multi(true)
       .includeAll(v.all)
-      .allValue(ALL_VALUE);
+      .allValue(v.allValue ?? ALL_VALUE);
     if (v.regex) q.regex(v.regex);
     if (v.all) q.current({ selected: true, text: 'All', value: '$__all' });
     b.withVariable(q);

@@ -528,6 +528,7 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
       const panels = await checkEngineDashboard(prometheus, REDIS_DASHBOARD);
       assert.deepEqual(panels.empty, [], 'every panel query returns series');
       assert.deepEqual(panels.notFinite, [], 'every panel query returns a number');
+      assert.deepEqual(panels.options['role'], ['primary', 'replica'], 'the role variable offers both roles');
       // Filled past maxmemory (32 MiB here) with 40 MB in steps of 4 MB: each EVAL starts by evicting, as
       // any command does (a script does not evict while it runs).
       const filling = Date.now();

@@ -674,6 +674,11 @@ export function describeReplication(e: EngineUnderTest): void {
         const panels = await checkEngineDashboard(prometheus, m.dashboard);
         assert.deepEqual(panels.empty, [], 'every panel query returns series');
         assert.deepEqual(panels.notFinite, [], 'every panel query returns a number');
+        assert.deepEqual(
+          panels.options['role'],
+          ['primary', 'replica'],
+          'the role variable offers both roles',
+        );
         const list = (
           await pods().list({ namespace: ns, labelSelector: `app.kubernetes.io/instance=${NAME}` })
         ).items;
