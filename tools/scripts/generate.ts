@@ -21,6 +21,9 @@ import {
   type CertificateSource,
 } from '@regulon/runtime';
 import { syncGenerated, yamlDocument } from '@regulon/generate';
+import { bundleFiles } from './bundle.ts';
+import { chartFiles } from './chart.ts';
+import { DeployReader } from './kustomize-base.ts';
 import { deployFiles } from './manifests.ts';
 import { MANAGER, NAMESPACE } from './rbac.ts';
 
@@ -46,10 +49,16 @@ for (const versioned of CONTROLLERS.flatMap((c) => c.versionedCRDs ?? [])) {
 }
 for (const [file, content] of deployFiles([...files.keys()])) files.set(file, content);
 for (const [file, content] of webhookFiles()) files.set(file, content);
+// The Helm chart and the OLM bundle: made from the objects deploy/ builds, the files above included.
+const reader = new DeployReader(root, files);
+for (const [file, content] of [...chartFiles(reader), ...bundleFiles(reader, root)]) files.set(file, content);
 
 const check = process.argv.includes('--check');
 // deploy/crds holds only generated CRDs: one whose kind is gone is stale too.
-const { stale } = syncGenerated(root, files, { check, exclusiveDirs: [join('deploy', 'crds')] });
+const { stale } = syncGenerated(root, files, {
+  check,
+  exclusiveDirs: [join('deploy', 'crds'), join('deploy', 'helm'), join('deploy', 'olm')],
+});
 if (check && stale.length) {
   console.error(
     `generated files are out of date:\n${stale.map((s) => `  ${s.path}: ${s.reason}`).join('\n')}\nrun: npm run generate`,

@@ -4,7 +4,8 @@
 //   2. the real parts the tests run against, built from the Go module proxy on
 //      a machine's first run and reused from the versioned cache after that:
 //      the control plane, Prometheus with promtool (alerts, dashboard), the
-//      kstatus CLI (what Flux and kpt make of each kind's status), the S3 object store,
+//      kstatus CLI (what Flux and kpt make of each kind's status), Helm and the
+//      OLM bundle validator (the chart's and the bundle's checks), the S3 object store,
 //      the real node's kubelet, kube-proxy and CoreDNS, the Debian-built
 //      images its Pods run, and the manager image from its Dockerfile
 //   3. the real node's crash test, which needs the machine's one real node to itself
@@ -42,6 +43,13 @@ await steps([
     [join(root, 'tools', 'prometheus', 'build.sh')],
   ],
   ['kstatus (cached; a first build takes about 40 s)', 'bash', [join(root, 'tools', 'kstatus', 'build.sh')]],
+  // The chart's and the bundle's checks (tools/scripts/chart.test.ts).
+  ['helm (cached; a first build takes about 2-5 min)', 'bash', [join(root, 'tools', 'helm', 'build.sh')]],
+  [
+    "bundle-validate, operator-sdk bundle validate's checks (cached; a first build takes about 1-3 min)",
+    'bash',
+    [join(root, 'tools', 'olm', 'build.sh')],
+  ],
   [
     'object store: versitygw (cached; a first build takes about 2 min)',
     'bash',
