@@ -457,7 +457,8 @@ export const DatabaseStatus = Type.Object({
           description: 'primary, replica, or standby (not serving reads: starting, lagging or not streaming)',
         }),
         state: Type.String({
-          description: 'Primary, Streaming, Lagging, NotStreaming, Unreachable, Missing',
+          description:
+            'Primary, Streaming, Lagging, NotStreaming, Unreachable, Missing; Fencing (a person fenced it, its engine still stops) and Fenced (its engine stopped; see the Fenced condition)',
         }),
         timeline: Type.Optional(
           Type.Integer({

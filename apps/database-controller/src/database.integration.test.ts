@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import type {
   V1ConfigMap,
   V1PersistentVolumeClaim,
+  V1Pod,
   V1Secret,
   V1Service,
   V1ServiceAccount,
@@ -21,7 +22,14 @@ import {
 import { testManager, type Condition, type Manager } from '@regulon/runtime';
 import { eventually, kstatus, start, type TestEnv } from '@regulon/testenv';
 import { Database, type DatabaseObject } from './api.ts';
+import {
+  FENCED_CONDITION,
+  FENCED_INSTANCES_ANNOTATION,
+  FENCED_POD_ANNOTATION,
+  INVALID_FENCING,
+} from './fencing.ts';
 import { setupDatabaseController } from './index.ts';
+import { ROLE_LABEL } from './names.ts';
 
 const cond = (db: DatabaseObject, type: string): Condition | undefined =>
   db.status?.conditions?.find((c) => c.type === type);
@@ -760,5 +768,76 @@ describe('Database controller', () => {
       'no Pods started on the volume without its password',
     );
     await dbs().delete('orders', { namespace: ns });
+  });
+
+  // KWOK Pods: no engine runs, so the agent's half (stopping the engine) is the real-node
+  // replication suite's. Here: the fenced instance's Pod loses its role label (out of the
+  // Services) and gets the mark its agent reads, the status says so, and an annotation that
+  // cannot be read is a condition and one Warning Event that changes no fence.
+  test('fencing: the Pod marked and out of the Services; an unreadable annotation changes nothing', async () => {
+    await create('fenced');
+    const pod = () => client.resource<V1Pod>(Kinds.Pod).get('fenced-0', { namespace: ns });
+    const annotate = (value: string | null) =>
+      dbs().patch(
+        'fenced',
+        { metadata: { annotations: { [FENCED_INSTANCES_ANNOTATION]: value } } },
+        { type: 'merge', namespace: ns },
+      );
+    const fenced = (status: string, reason: string) =>
+      eventually(`${FENCED_CONDITION} ${status} ${reason}`, async () => {
+        const db = await get('fenced');
+        const c = cond(db, FENCED_CONDITION);
+        return c?.status === status && c.reason === reason ? { db, c } : undefined;
+      });
+    const warnings = async () =>
+      (
+        await client
+          .resource<KubeObject & { reason?: string; type?: string }>(Kinds.Event)
+          .list({ namespace: ns })
+      ).items.filter((e) => e.type === 'Warning' && e.reason === INVALID_FENCING);
+
+    await eventually('the instance serving as the primary', async () => {
+      const p = await pod().catch(() => undefined);
+      return p?.metadata?.labels?.[ROLE_LABEL] === 'primary' ? p : undefined;
+    });
+    assert.equal(cond(await get('fenced'), FENCED_CONDITION), undefined, 'never fenced: no condition');
+
+    // Not JSON: the condition and a Warning Event, once; nothing is fenced.
+    await annotate('fenced-0');
+    const { c } = await fenced('False', INVALID_FENCING);
+    assert.match(c.message, /is not JSON/);
+    await eventually('the Warning Event', async () => ((await warnings()).length ? true : undefined));
+    await new Promise((r) => setTimeout(r, 1_500));
+    assert.equal((await warnings()).length, 1);
+    assert.equal((await pod()).metadata?.annotations?.[FENCED_POD_ANNOTATION], undefined);
+
+    await annotate('["fenced-0"]');
+    await eventually('the fence mark on the Pod, its role label gone', async () => {
+      const p = await pod();
+      return p.metadata?.annotations?.[FENCED_POD_ANNOTATION] === 'true' && !p.metadata.labels?.[ROLE_LABEL]
+        ? p
+        : undefined;
+    });
+    // KWOK keeps the Pod Ready (no agent stops an engine): the engine is said to be still stopping.
+    const on = await fenced('True', 'Stopping');
+    assert.match(on.c.message, /Fenced: fenced-0; still stopping: fenced-0/);
+    assert.equal(on.db.status?.instances?.find((i) => i.name === 'fenced-0')?.state, 'Fencing');
+
+    // Unreadable again: the fence stays as it was.
+    await annotate('["*", "fenced-0"]');
+    const kept = await fenced('True', INVALID_FENCING);
+    assert.match(kept.c.message, /stands alone; the fence stays as it was \(fenced-0\)/);
+    assert.equal((await pod()).metadata?.annotations?.[FENCED_POD_ANNOTATION], 'true');
+
+    await annotate(null);
+    await eventually('the mark gone, the role label back', async () => {
+      const p = await pod();
+      return !p.metadata?.annotations?.[FENCED_POD_ANNOTATION] &&
+        p.metadata?.labels?.[ROLE_LABEL] === 'primary'
+        ? p
+        : undefined;
+    });
+    await fenced('False', 'NotFenced');
+    await dbs().delete('fenced', { namespace: ns });
   });
 });

@@ -49,6 +49,15 @@ export { setupDatabaseWebhooks } from './webhook.ts';
 export { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
 export { setupDatabaseBackupController, BACKUP_CONTROLLER_NAME } from './backup/controller.ts';
 export { FORCE_PROMOTE_ANNOTATION, SWITCHOVER_ANNOTATION } from './replication/replication.ts';
+export {
+  FENCED_CONDITION,
+  FENCED_INSTANCES_ANNOTATION,
+  FENCED_POD_ANNOTATION,
+  formatFencedInstances,
+  INVALID_FENCING,
+  parseFencedInstances,
+  type FenceRequest,
+} from './fencing.ts';
 
 export const CONTROLLER_NAME = 'database';
 /** Databases filed under the Secret their spec.credentials.secretName names. */

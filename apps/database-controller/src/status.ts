@@ -36,6 +36,7 @@ import {
   type MetricsQueriesCheck,
 } from './metrics-queries.ts';
 import { childNames, selector } from './names.ts';
+import { FENCED_CONDITION, fencedCondition } from './fencing.ts';
 import { ENGINE_DEFAULTS } from './versions.ts';
 import { DatabaseBackup, type DatabaseBackupObject } from './backup/api.ts';
 import { ownRepository } from './backup/repository.ts';
@@ -250,6 +251,24 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
   if (queries) set(METRICS_QUERIES_CONDITION, queries.status, queries.reason, queries.message);
   else c = c.filter((x) => x.type !== METRICS_QUERIES_CONDITION);
 
+  // Beside Ready: a fenced instance is a person's choice; Ready and ReplicationHealthy say what it costs.
+  // Only once a Database was ever fenced (or its annotation named anything): other Databases say nothing.
+  const fencing = r?.fencing;
+  if (
+    r &&
+    (fencing?.fenced.size ||
+      fencing?.invalid ||
+      fencing?.unknown.length ||
+      c.some((x) => x.type === FENCED_CONDITION))
+  ) {
+    const f = fencedCondition(
+      fencing,
+      (pod) =>
+        !r.observations.get(pod)?.reachable && (r.replicated || !r.members.find((m) => m.pod === pod)?.ready),
+    );
+    set(FENCED_CONDITION, f.status, f.reason, f.message);
+  }
+
   const instances = r ? instancesOf(db, r) : prev.instances;
   const systemIdentifier = (r && primary && systemIdOf(r, primary)) || prev.systemIdentifier;
   const port = ENGINE_DEFAULTS[db.spec.engine].port;
@@ -360,6 +379,9 @@ function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
     const before = db.status?.instances?.find((i) => i.name === m.pod)?.discarded;
     const base = { name: m.pod, role, ...(before && !o?.reachable ? { discarded: before } : {}) };
     if (!m.uid) return { ...base, state: 'Missing' };
+    // Fenced once its engine no longer answers (stopped by its agent); Fencing while it stops.
+    if (r.fencing?.fenced.has(m.pod))
+      return { ...base, state: o?.reachable || (!r.replicated && m.ready) ? 'Fencing' : 'Fenced' };
     if (!r.replicated) return { ...base, state: m.ready ? 'Primary' : 'Starting' };
     if (!o?.reachable) return { ...base, state: 'Unreachable' };
     const s = o.server;

@@ -11,8 +11,9 @@ import type { AgentConfig } from './config.ts';
 import { CustomQueries, shellQueryRunner } from './metrics/custom-queries.ts';
 import { METRICS_ENGINES } from './metrics/engines.ts';
 import { serveMetrics, type MetricsServer } from './metrics/server.ts';
-import { METRICS_QUERY_ENV } from './pod.ts';
+import { ENGINE_STARTING_MARKER, FENCED_POD_ANNOTATION, METRICS_QUERY_ENV } from './pod.ts';
 import { PrimaryGuard, QUESTION_TIMEOUT_MS, type Quorum } from './primary-guard.ts';
+import { RequestedFence } from './requested-fence.ts';
 import { EngineProcess, type EngineExit } from './supervisor.ts';
 
 /** The agent's exit code after it fenced its engine: the kubelet restarts the container. */
@@ -59,23 +60,42 @@ export interface AgentRun {
   done: Promise<number>;
   /** A graceful stop (the kubelet's SIGTERM): the engine is stopped, then the Lease released. */
   stop(): void;
-  engine: EngineProcess;
+  /** The engine running now (a new one after a requested fence is lifted). */
+  readonly engine: EngineProcess;
   /** Undefined for an engine without a primary (no --lease): the agent supervises it and publishes its metrics. */
   guard: PrimaryGuard | undefined;
 }
 
 /** `client` is needed only with a Lease (config.lease); an agent for metrics alone makes no API call. */
 export function runAgent(config: AgentConfig, client: KubeClient | undefined, log: Logger): AgentRun {
-  const engine = new EngineProcess(config.engine);
-  const guard = config.lease ? guardPrimary(config, engine, client, log) : undefined;
+  let engine = new EngineProcess(config.engine);
+  let stopping = false;
+  const guard = config.lease ? guardPrimary(config, () => engine, client, log) : undefined;
   if (!guard) log.info({ identity: config.identity, pid: engine.pid }, 'engine started; no primary Lease');
   const guarding = guard?.run();
+  const requested = new RequestedFence({ log, livenessMarker: ENGINE_STARTING_MARKER });
   const watchingPod =
-    guard && client && config.podUid ? watchOwnPod(config, config.podUid, client, guard, log) : undefined;
+    guard && client && config.podUid
+      ? watchOwnPod(config, config.podUid, client, guard, log, (fenced) => {
+          if (!stopping) requested.set(fenced, engine);
+        })
+      : undefined;
   const metrics = config.metrics && publishMetrics(config.metrics, guard, log);
 
   const done = (async (): Promise<number> => {
-    const exit: EngineExit = await engine.exited;
+    let exit: EngineExit;
+    for (;;) {
+      exit = await engine.exited;
+      // Stopped on a person's order (the fence the manager wrote on the Pod): the container stays,
+      // and the engine starts again once the fence is lifted. A Lease held meanwhile (a fenced
+      // primary) is kept: nothing else is promoted while the primary is fenced.
+      if (stopping || guard?.fencedBecause !== undefined || !requested.stopped(engine)) break;
+      engine.killRemaining();
+      log.warn({ exit }, 'engine stopped: this instance is fenced until its fence is lifted');
+      if (!(await requested.untilUnfenced()) || stopping || guard?.fencedBecause !== undefined) break;
+      engine = new EngineProcess(config.engine);
+      log.info({ identity: config.identity, pid: engine.pid }, 'fence lifted: engine started again');
+    }
     // Whatever the engine left running (a backend that outlived its
     // postmaster) goes too: only then is nothing left that accepts writes,
     // and only then may the Lease go.
@@ -95,8 +115,14 @@ export function runAgent(config: AgentConfig, client: KubeClient | undefined, lo
 
   return {
     done,
-    stop: () => engine.signal('SIGTERM'),
-    engine,
+    stop: () => {
+      stopping = true;
+      requested.close();
+      engine.signal('SIGTERM');
+    },
+    get engine() {
+      return engine;
+    },
     guard,
   };
 }
@@ -104,7 +130,7 @@ export function runAgent(config: AgentConfig, client: KubeClient | undefined, lo
 /** The primary Lease kept in step with the engine's role (primary-guard.ts). */
 function guardPrimary(
   config: AgentConfig,
-  engine: EngineProcess,
+  engine: () => EngineProcess,
   client: KubeClient | undefined,
   log: Logger,
 ): PrimaryGuard {
@@ -112,7 +138,7 @@ function guardPrimary(
   if (!client || !roleCommand)
     throw new Error('instance agent: a primary Lease needs a client and a role command');
   log.info(
-    { identity: config.identity, lease: `${config.namespace}/${config.lease}`, pid: engine.pid },
+    { identity: config.identity, lease: `${config.namespace}/${config.lease}`, pid: engine().pid },
     'engine started',
   );
   return new PrimaryGuard({
@@ -123,7 +149,7 @@ function guardPrimary(
     acquireGraceMs: config.acquireGraceMs,
     acceptsWrites: async (signal) => parseRole(await ask(roleCommand, signal)),
     quorum: quorumCommand ? async (signal) => parseQuorum(await ask(quorumCommand, signal)) : undefined,
-    fence: () => engine.fence(),
+    fence: () => engine().fence(),
     campaign: (callbacks) =>
       new LeaderElector({
         client,
@@ -151,7 +177,8 @@ function guardPrimary(
  * server refuses such a token once that Pod is gone. It answers 404 only for as long as it still
  * holds the token's last check (10 s), so a read a little later sees 401 instead, and a deleted
  * Pod's agent can renew nothing anyway. Any other answer (an outage, a 403) proves nothing and
- * changes nothing.
+ * changes nothing. Each read also says whether a person fenced this instance
+ * (FENCED_POD_ANNOTATION), passed to `fenced`.
  */
 function watchOwnPod(
   config: AgentConfig,
@@ -159,6 +186,7 @@ function watchOwnPod(
   client: KubeClient,
   guard: PrimaryGuard,
   log: Logger,
+  fenced: (on: boolean) => void,
 ): AbortController {
   const stop = new AbortController();
   const pods = client.resource<V1Pod>(Kinds.Pod);
@@ -170,6 +198,7 @@ function watchOwnPod(
           guard.fenceFor(
             `its Pod ${config.identity} is another one now (uid ${pod.metadata.uid}, not ${uid}): this container outlived its Pod`,
           );
+        else fenced(pod.metadata?.annotations?.[FENCED_POD_ANNOTATION] === 'true');
       } catch (err) {
         if (isNotFound(err))
           guard.fenceFor(`its Pod ${config.identity} (uid ${uid}) is gone: this container outlived its Pod`);

@@ -83,6 +83,20 @@ export interface AgentCommandOptions {
  */
 export const METRICS_QUERY_ENV = 'REGULON_METRICS_QUERY';
 
+/**
+ * Set (`"true"`) by the manager on an instance's Pod while a person fences that instance (a
+ * Database's `regulon.dev/fenced-instances`): the agent stops its engine and keeps the container
+ * running, with the engine stopped, until the annotation goes; then it starts the engine again.
+ */
+export const FENCED_POD_ANNOTATION = 'regulon.dev/fenced';
+
+/**
+ * The file the engines' liveness probes take for "starting, alive" (their start scripts write it
+ * while they prepare the data): the agent writes it while the engine is fenced on purpose, so that
+ * the kubelet does not restart a container whose engine is stopped by design.
+ */
+export const ENGINE_STARTING_MARKER = '/tmp/regulon-starting';
+
 /** The name of the container port the agent publishes the engine's metrics on. */
 export const METRICS_PORT_NAME = 'metrics';
 

@@ -54,6 +54,44 @@ const input = (members: Member[], extra: Partial<PlanInput> = {}): PlanInput => 
 });
 
 describe('replication plan', () => {
+  test('fenced instances: no role label, never a candidate for failover or switchover; a fenced primary is not failed over', () => {
+    const fenced = new Set(['db-1']);
+    const steady = plan(
+      input([member(0, primary()), member(1, standby(1000n)), member(2, standby(1000n))], { fenced }),
+    );
+    assert.equal(steady.roles.get('db-1'), undefined, 'a fenced replica leaves the read-only Service');
+    assert.equal(steady.roles.get('db-2'), 'replica');
+    const refused = plan(
+      input([member(0, primary()), member(1, standby(1000n)), member(2, standby(1000n))], {
+        fenced,
+        switchoverTo: 'db-1',
+      }),
+    );
+    assert.equal(refused.step?.kind, 'refuseSwitchover');
+    // The primary is lost: db-1 is the most advanced standby, but fenced; db-2 takes over.
+    const lost = plan(
+      input([member(0, undefined), member(1, standby(1000n)), member(2, standby(900n))], { fenced }),
+    );
+    assert.equal(lost.step?.kind === 'topology' && lost.step.topology.primary, 'db-2');
+    const onlyFenced = plan(
+      input([member(0, undefined), member(1, standby(1000n))], { replicas: 2, fenced }),
+    );
+    assert.equal(onlyFenced.step, undefined);
+    // A person fenced the primary: it stopped on purpose, and nothing takes over.
+    const primaryFenced = plan(
+      input([member(0, undefined), member(1, standby(1000n)), member(2, standby(1000n))], {
+        fenced: new Set(['db-0']),
+      }),
+    );
+    assert.equal(primaryFenced.step, undefined);
+    assert.match(primaryFenced.waiting ?? '', /db-0 is fenced/);
+    const stopping = plan(
+      input([member(0, primary()), member(1, standby(1000n))], { fenced: new Set(['db-0']) }),
+    );
+    assert.equal(stopping.roles.get('db-0'), undefined, 'a fenced primary serves no client while it stops');
+    assert.equal(stopping.currentPrimary, 'db-0');
+  });
+
   test('steady state: no step; the primary and the streaming replicas within the lag bound get their roles', () => {
     const p = plan(input([member(0, primary(1000n)), member(1, standby(990n)), member(2, standby(500n))]));
     assert.equal(p.step, undefined);

@@ -137,6 +137,13 @@ export interface PlanInput {
    * in the step's message.
    */
   forcePromote?: string | undefined;
+  /**
+   * Instances a person fenced (the Database's fenced-instances annotation): their engine is
+   * stopped on purpose, they carry no role label (no Service sends them clients), and they are
+   * never chosen to take over. A fenced primary is not failed over: no instance accepts writes
+   * until it is unfenced.
+   */
+  fenced?: ReadonlySet<string> | undefined;
 }
 
 /**
@@ -235,6 +242,7 @@ function bestStandby(
   for (const m of input.members) {
     const s = m.server;
     if (m.pod === except || !s || s.writable || m.ordinal >= input.replicas || m.deleting) continue;
+    if (input.fenced?.has(m.pod)) continue;
     if (input.systemId && s.systemId !== input.systemId) continue;
     if (!eligible(m)) continue;
     if (!best || moreAdvanced(m, best)) best = m;
@@ -404,6 +412,12 @@ export function plan(input: PlanInput): Plan {
   // No writable primary. While the cluster was never initialised there is nothing to take over.
   if (!topology.initialized) {
     result.waiting = `waiting for ${topology.primary} to initialise the data set`;
+    return result;
+  }
+  // A primary fenced on purpose stopped on a person's order: nothing takes over, and no instance
+  // accepts writes until it is unfenced (then it starts again as the primary).
+  if (input.fenced?.has(topology.primary) && !named?.deleting) {
+    result.waiting = `primary ${topology.primary} is fenced: no instance accepts writes until it is unfenced`;
     return result;
   }
   // The named one runs as a standby (just named, or restarted): promote it once no other can write.
@@ -723,6 +737,7 @@ const unobserved = (m: Member): boolean => m.ready && !m.deleting && !!m.uid && 
  * and never gains one: no instance is put behind a Service on this manager's guess.
  */
 function roleOf(m: Member, primary: Member | undefined, input: PlanInput): Role | undefined {
+  if (input.fenced?.has(m.pod)) return undefined;
   if (m.ordinal >= input.replicas && m !== primary) return undefined;
   if (unobserved(m)) {
     if (m === primary) return 'primary';
@@ -750,6 +765,7 @@ function switchoverTarget(
     const m = input.members.find((x) => x.pod === requested);
     if (!m || m.ordinal >= input.replicas)
       return { refuse: `switchover to ${requested}: no such instance among the ${input.replicas} replicas` };
+    if (input.fenced?.has(requested)) return { refuse: `switchover to ${requested}: it is fenced` };
     // The old primary's clean shutdown sends the target what it lacks; one far behind would keep
     // the primary role unserved that long. The primary keeps serving instead, while the target is
     // given switchoverCatchUpMs to stream within the lag bound (a standby that reconnects, as one

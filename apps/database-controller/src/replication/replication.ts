@@ -6,6 +6,14 @@ import { topologyConfigMap, topologyOf } from '../children.ts';
 import { childNames, ordinalOf, podName, ROLE_LABEL, selector, SYNCHRONOUS_CONFIRMATIONS } from '../names.ts';
 import type { Endpoint, InstanceDriver, Observation } from '../engine.ts';
 import {
+  FENCED_CONDITION,
+  FENCED_INSTANCES_ANNOTATION,
+  fencingOf,
+  INVALID_FENCING,
+  markFencedPods,
+  type Fencing,
+} from '../fencing.ts';
+import {
   carryOutStep,
   isInstancePod,
   memberOf,
@@ -58,6 +66,8 @@ export interface ReplicationView {
   troubles: PodTrouble[];
   /** Each instance's Pod IP, where it has one: where the manager reaches its server. */
   hosts: Map<string, string>;
+  /** The instances fenced on a person's order (FENCED_INSTANCES_ANNOTATION). */
+  fencing?: Fencing | undefined;
 }
 
 /**
@@ -148,6 +158,7 @@ export async function reconcileReplication(
 
   const updateRevision = replicated ? await rollingRevision(db, ctx) : undefined;
   const names = new Set([...Array.from({ length: instances }, (_, i) => podName(db, i)), ...byName.keys()]);
+  const fencing = fencingOf(db.metadata.annotations?.[FENCED_INSTANCES_ANNOTATION], [...names], byName);
   const members: Member[] = [...names].map((name) => {
     const pod = byName.get(name);
     const o = observations.get(name);
@@ -191,9 +202,15 @@ export async function reconcileReplication(
     primaryFailsafe: lease?.failsafe,
     synchronous: db.spec.replication?.synchronous ? { confirmations: SYNCHRONOUS_CONFIRMATIONS } : undefined,
     forcePromote,
+    fenced: fencing.fenced,
   });
   // A single instance serves reads too: it is the primary, and no read-only Service exists.
   await applyRoleLabels(ctx, db.metadata.namespace!, byName, decided.roles, ROLE_LABEL);
+  // Out of the Services first (no role label), then the mark that has the instance's agent stop it.
+  await markFencedPods(ctx, ns, byName, fencing.fenced);
+  const said = db.status?.conditions?.find((c) => c.type === FENCED_CONDITION);
+  if (fencing.invalid && (said?.reason !== INVALID_FENCING || !said.message.startsWith(fencing.invalid)))
+    ctx.warn(INVALID_FENCING, fencing.invalid);
   const seen: Seen = { pods: byName, observations, password, driver };
   if (decided.step) await carryOut(db, ctx, decided.step, topology, seen);
   else if (decided.currentPrimary) await tendPrimary(ctx, decided.currentPrimary, instances, seen, db);
@@ -215,6 +232,7 @@ export async function reconcileReplication(
     plan: decided,
     troubles: pods.flatMap((p) => podTrouble(p) ?? []),
     hosts: new Map(pods.flatMap((p) => (p.status?.podIP ? [[p.metadata!.name!, p.status.podIP]] : []))),
+    fencing,
   };
   if (!replicated) return { view, requeueAfter: decided.step ? 1000 : undefined };
   const requeueAfter = nextReconcile(decided);
