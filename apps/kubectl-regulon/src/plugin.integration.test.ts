@@ -503,4 +503,37 @@ describe('kubectl regulon against the API server', () => {
       }
     }
   });
+
+  test('the packed tarball installs offline, alone, and its kubectl-regulon prints the same status', async () => {
+    const node = process.execPath;
+    const out = join(scratch, 'pack');
+    const packed = execFileSync(node, [join(import.meta.dirname, '..', 'pack.ts'), '--out', out], {
+      encoding: 'utf8',
+    });
+    const tarball = packed.trim().split('\n').at(-1)!;
+    assert.match(tarball, /regulon-kubectl-regulon-\d+\.\d+\.\d+\.tgz$/);
+    const prefix = join(scratch, 'global');
+    // --offline: nothing to fetch, everything it needs is in the tarball.
+    execFileSync(
+      'npm',
+      ['install', '--global', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', tarball],
+      {
+        encoding: 'utf8',
+      },
+    );
+    const bin = join(prefix, 'bin', 'kubectl-regulon');
+    // Run by the Node on PATH first in line for the bin's shebang: the test's own.
+    const childEnv = { ...process.env, PATH: `${join(node, '..')}:${process.env.PATH}` };
+    assert.match(
+      execFileSync(bin, ['--help'], { encoding: 'utf8', env: childEnv }),
+      /^kubectl regulon: day-two operations/,
+    );
+    const installed = execFileSync(
+      bin,
+      ['status', 'db', 'orders', '-o', 'json', '-n', ns, '--kubeconfig', env.controlPlane.kubeconfigPath],
+      { encoding: 'utf8', env: childEnv },
+    );
+    const inProcess = await kubectl('status', 'db', 'orders', '-o', 'json');
+    assert.deepEqual(JSON.parse(installed), JSON.parse(inProcess.stdout));
+  });
 });
