@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseDuration } from './duration.ts';
 import { UsageError } from './errors.ts';
 import { kindOf, type KindInfo } from './kinds.ts';
+import { fenceCommand, FENCE_OPTIONS, type FenceCommand } from './fence.ts';
 
 export interface GlobalOptions {
   namespace?: string | undefined;
@@ -31,6 +32,7 @@ export type BundleFormat = 'tar.gz' | 'zip';
 
 export type Command =
   | { name: 'help'; topic?: string | undefined }
+  | FenceCommand
   | { name: 'status'; kind: KindInfo; object: string; output: OutputFormat }
   | { name: 'switchover'; database: string; to?: string | undefined; wait: boolean; timeoutMs: number }
   | { name: 'promote'; database: string; pod: string; wait: boolean; timeoutMs: number }
@@ -92,6 +94,8 @@ const COMMAND_OPTIONS: Record<CommandWord, Options> = {
   mysql: clientOptions(),
   'redis-cli': clientOptions(),
   report: { file: { type: 'string', short: 'f' } },
+  fence: FENCE_OPTIONS,
+  unfence: FENCE_OPTIONS,
 };
 
 function clientOptions(): Options {
@@ -298,4 +302,6 @@ const COMMANDS: Record<
     const file = str(values.file);
     return { name: 'report', kind: kindOf(kind!), object: object!, file, format: bundleFormatOf(file) };
   },
+  fence: (args, values) => fenceCommand('fence', args, values),
+  unfence: (args, values) => fenceCommand('unfence', args, values),
 };

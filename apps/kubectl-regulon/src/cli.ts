@@ -6,6 +6,7 @@ import { backup } from './backup.ts';
 import { connect } from './connect.ts';
 import type { CommandEnv } from './env.ts';
 import { describeFailure, EXIT_OK } from './errors.ts';
+import { fence } from './fence.ts';
 import { COMMAND_HELP, USAGE } from './help.ts';
 import { runClient, spawnInheriting, type Spawner } from './exec.ts';
 import { logs } from './logs.ts';
@@ -82,5 +83,8 @@ async function dispatch(
       return void (await report(env, command));
     case 'client':
       return runClient(env, command);
+    case 'fence':
+    case 'unfence':
+      return void (await fence(env, command));
   }
 }

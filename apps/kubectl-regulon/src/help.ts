@@ -15,6 +15,9 @@ Commands:
                                 conditions and recent Events (KIND: database|db, cache|kc, myapp|ma)
   switchover DATABASE [--to P]  move a Database's primary to another instance, cleanly
   promote DATABASE POD          force a failover that waits to promote POD (may lose writes)
+  fence DATABASE POD|--all      stop an instance's engine, its Pod kept for inspection; out of the
+                                Services, never promoted (a fenced primary: no writes until unfenced)
+  unfence DATABASE POD|--all    lift the fence: the engine starts again, and rejoins
   backup DATABASE               take a backup now (a DatabaseBackup)
   logs KIND NAME                the logs of every instance, each line prefixed with its Pod and role
   restore DATABASE NEW_NAME     a new Database from DATABASE's backups: a DatabaseBackup, or a point in time
@@ -30,6 +33,8 @@ ${GLOBAL_OPTIONS}
 Exit codes: 0 done; 1 a failure to act on (its reason on stderr); 2 a usage error.`;
 
 export const COMMAND_HELP: Record<string, string> = {
+  fence: fenceHelp('fence'),
+  unfence: fenceHelp('unfence'),
   status: `Usage: kubectl regulon status KIND NAME [-o text|json|yaml]
 
 Shows one object on one screen: its spec (engine, version, replicas), phase,
@@ -148,4 +153,25 @@ The exit code is the client's.
 
       --replica       connect to a replica instead of the primary
       --instance POD  connect to this instance`;
+}
+
+function fenceHelp(command: 'fence' | 'unfence'): string {
+  const what =
+    command === 'fence'
+      ? `Fences POD (or every instance) of DATABASE: its engine is stopped and its Pod
+kept running, for inspection. It leaves the Services at once, is never chosen
+for a failover or switchover, and the Database's status says Fenced (the Fenced
+condition, the instance's state). A fenced primary is not failed over: no
+instance accepts writes until it is unfenced.`
+      : `Lifts the fence from POD (or every instance) of DATABASE: its engine starts
+again, a replica rejoins and streams, a primary resumes.`;
+  return `Usage: kubectl regulon ${command} DATABASE POD|--all [--wait [--timeout D]]
+
+${what} Other fenced instances stay as they are: the
+annotation regulon.dev/fenced-instances (a JSON list of Pod names, or ["*"])
+is edited, not replaced, and an edit by someone else meanwhile is not lost.
+
+      --all          every instance (["*"]; unfence --all removes the annotation)
+      --wait         wait until the status says ${command === 'fence' ? 'Fenced (the engine stopped)' : 'it serves again (Primary, Streaming or Lagging)'}
+      --timeout D    how long --wait waits (default 5m)`;
 }
