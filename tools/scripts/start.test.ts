@@ -1,5 +1,8 @@
-// The README's quick start, as a test: `npm start` brings up a control plane,
-// installs the CRDs, runs the manager, applies the samples and sees them Ready.
+// The README's quick start, simulated, as a test: `npm start --simulated` (what
+// `npm start` does where no real node can run) brings up a control plane,
+// installs the CRDs, runs the manager, applies deploy/samples and sees them
+// Ready on KWOK nodes, having said in one line why and that the Pods are
+// simulated. The real start is start-real.test.ts.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { freePort } from '../../packages/testenv/src/ports.ts';
 
-test('npm start: control plane, CRDs, manager and samples, all Ready', async () => {
+test('npm start --simulated: control plane, CRDs, manager and samples, all Ready', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'regulon-start-'));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -27,8 +30,12 @@ test('npm start: control plane, CRDs, manager and samples, all Ready', async () 
       child.on('close', (code) => resolve({ code, out })); // 'close': output read to the end
     });
   try {
-    const started = await run([join(import.meta.dirname, 'start.ts'), '--exit-when-ready']);
+    const started = await run([join(import.meta.dirname, 'start.ts'), '--exit-when-ready', '--simulated']);
     assert.equal(started.code, 0, started.out.slice(-3000));
+    assert.match(
+      started.out,
+      /^Simulated start \(asked for with --simulated\): the samples' Pods are simulated on KWOK nodes, no postgres, redis or app runs\.$/m,
+    );
     assert.match(started.out, /Everything is Ready/);
     // kubectl get database,cache,myapp as printed at the end: every sample Ready.
     assert.match(started.out, /orders\s+postgres\s+16\.8\s+1\s+1\s+Ready\s+orders-0/);

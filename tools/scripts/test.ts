@@ -8,7 +8,8 @@
 //      OLM bundle validator (the chart's and the bundle's checks), the S3 object store,
 //      the real node's kubelet, kube-proxy and CoreDNS, the Debian-built
 //      images its Pods run, and the manager image from its Dockerfile
-//   3. the real node's crash test, which needs the machine's one real node to itself
+//   3. the real node's crash test and the real `npm start` (start-real.test.ts),
+//      which need the machine's one real node to themselves
 //   4. every project's tests, against one real control plane for the whole run
 //   5. a one-line summary of the test counts, aggregated from JUnit reports
 import { mkdirSync, rmSync } from 'node:fs';
@@ -81,6 +82,20 @@ await steps([
       '--test-reporter=junit',
       `--test-reporter-destination=${join(results, 'real-node-crash.xml')}`,
       join(root, 'packages', 'testenv', 'src', 'real-node.crash-test.ts'),
+    ],
+  ],
+  [
+    // Also needs the real node to itself: the projects' control plane keeps it once a test asks.
+    'npm start on the real node: real engine Pods Ready, the printed psql answers',
+    process.execPath,
+    [
+      '--test',
+      '--test-timeout=1200000',
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      '--test-reporter=junit',
+      `--test-reporter-destination=${join(results, 'start-real.xml')}`,
+      join(root, 'tools', 'scripts', 'start-real.test.ts'),
     ],
   ],
 ]);
