@@ -126,24 +126,15 @@ describe('node loss on real engines with the instance agent', { timeout: 20 * 60
       /**
        * Moves instance `name` to the second node, its Pod recreated while the namespace sends new
        * Pods there (the volume is a directory on this host, which both nodes mount), and makes it
-       * the primary by a switchover. `newPodsThere`: whether later Pods go there too.
+       * the primary by a switchover, every other instance on the first node. `newPodsThere`:
+       * whether later Pods go to the second node too (set once all that holds).
        */
       async primaryOnSecondNode(name: string, o: { newPodsThere: boolean }) {
         await setNamespaceAnnotations(secondRealNodeNamespaceAnnotations());
-        const oldUid = (await pods().get(name, { namespace: ns })).metadata!.uid!;
-        await pods().delete(name, { namespace: ns });
-        await eventually(
-          `${name} recreated on ${SECOND_NODE.name}`,
-          async () => {
-            const p = await pods()
-              .get(name, { namespace: ns })
-              .catch(() => undefined);
-            return p && p.metadata!.uid !== oldUid && p.spec?.nodeName ? p : undefined;
-          },
-          120_000,
-        );
-        assert.equal(await nodeOf(name), SECOND_NODE.name);
-        if (!o.newPodsThere) await setNamespaceAnnotations(realNodeNamespaceAnnotations());
+        await recreate(name, SECOND_NODE.name);
+        // Back to the first node for any Pod made meanwhile: the switchover may restart the
+        // demoted primary, which must not land beside the one to be lost.
+        await setNamespaceAnnotations(realNodeNamespaceAnnotations());
         await db.until(`${name} streaming again`, healthy, 180_000);
         await db
           .dbs()
@@ -152,13 +143,43 @@ describe('node loss on real engines with the instance agent', { timeout: 20 * 60
             { metadata: { annotations: { [SWITCHOVER_ANNOTATION]: name } } },
             { type: 'merge', namespace: ns },
           );
-        return db.until(
+        let placed = await db.until(
           `${name} the primary`,
           (x) => healthy(x) && x.status?.currentPrimary === name,
           180_000,
         );
+        // An instance left on the second node by an earlier scenario (or restarted there before
+        // the namespace sent Pods back) would be lost with the primary: it moves back first.
+        for (const i of placed.status!.instances!.filter((x) => x.name !== name))
+          if ((await nodeOf(i.name)) !== 'real-node-0') {
+            await recreate(i.name, 'real-node-0');
+            placed = await db.until(
+              `${i.name} streaming again`,
+              (x) => healthy(x) && x.status?.currentPrimary === name,
+              180_000,
+            );
+          }
+        if (o.newPodsThere) await setNamespaceAnnotations(secondRealNodeNamespaceAnnotations());
+        return placed;
       },
     });
+
+    /** Deletes instance `name`'s Pod and waits for its successor, which must be on `node`. */
+    async function recreate(name: string, node: string) {
+      const oldUid = (await pods().get(name, { namespace: ns })).metadata!.uid!;
+      await pods().delete(name, { namespace: ns });
+      await eventually(
+        `${name} recreated on ${node}`,
+        async () => {
+          const p = await pods()
+            .get(name, { namespace: ns })
+            .catch(() => undefined);
+          return p && p.metadata!.uid !== oldUid && p.spec?.nodeName ? p : undefined;
+        },
+        120_000,
+      );
+      assert.equal(await nodeOf(name), node);
+    }
   }
 
   test('the node of the synchronous primary lost: a standby takes over within 30 s, the old primary fenced first, nothing acknowledged lost; it rejoins once the node is back', async (t) => {
