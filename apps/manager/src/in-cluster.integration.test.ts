@@ -1,7 +1,8 @@
 // The manager as users run it: the image built from apps/manager/Dockerfile
-// (tools/manager-image, buildah, no Docker), deploy/ applied with
-// `kubectl apply --server-side -k` through an overlay (testing/installation.ts
-// says what it sets), two replicas as Pods on the real node under the
+// (tools/manager-image, buildah, no Docker), installed by the Helm chart
+// deploy/helm/regulon (`helm template … | kubectl apply --server-side`; the
+// chart renders what deploy/'s kustomize base does, tools/scripts/chart.test.ts;
+// testing/installation.ts says which values it sets), two replicas as Pods on the real node under the
 // restricted Pod Security profile, probes the kubelet calls and the memory
 // limit the kernel enforces. Its samples (a Database, a Cache, a MyApp) live
 // in a namespace of their own, on the real node too: real postgres, redis and
@@ -59,6 +60,7 @@ before(async () => {
   inst = new Installation(env, {
     name: 'ic',
     engines: 'real',
+    via: 'helm',
     env: [{ name: BLOCK_ON_SIGNAL_ENV, value: '1' }],
   });
   await inst.apply();
@@ -70,7 +72,7 @@ after(async () => {
   if (inst) await inst.remove();
 });
 
-test('deploy/ applied with the image from the Dockerfile: both replicas Ready through /readyz on the real node, under restricted, one leader', async () => {
+test('the Helm chart applied with the image from the Dockerfile: both replicas Ready through /readyz on the real node, under restricted, one leader', async () => {
   const ns = await inst.kubectl.json<{ metadata: { labels: Record<string, string> } }>(
     'get',
     'namespace',

@@ -12,7 +12,10 @@
 // plus what only a test needs: the real node's annotations on the manager's
 // namespace, so its Pods run there and not on a fake node, and any env the
 // test adds (the liveness test's debug hook).
+// With `via: 'helm'`, the chart deploy/helm/regulon says the same through its
+// values, rendered by `helm template` and applied by `kubectl apply --server-side`.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +33,7 @@ import {
 import { parse, stringify } from 'yaml';
 import { parsePrometheusText, type Sample } from '../../../../packages/runtime/src/testing/prometheus.ts';
 import { ensureManagerImage, type ManagerImage } from '../../../../tools/manager-image/image.ts';
+import { ensureHelm } from '../../../../tools/scripts/go-tools.ts';
 import { CONTROLLERS } from '../controllers.ts';
 
 export const root = join(import.meta.dirname, '..', '..', '..', '..');
@@ -146,6 +150,15 @@ export interface InstallOptions {
    * objects elsewhere never reach them.
    */
   webhooks?: boolean;
+  /**
+   * How deploy/ is applied: 'kustomize' (the default), the overlay above; or
+   * 'helm', the chart deploy/helm/regulon rendered by `helm template` with
+   * values that say the same (namePrefix, watchNamespace, the image, the
+   * catalog, the webhooks and their namespaceSelector, env) and applied by
+   * `kubectl apply --server-side`, into a namespace made here with
+   * deploy/namespace.yaml's labels and the real node's annotations.
+   */
+  via?: 'kustomize' | 'helm';
 }
 
 /** deploy/ applied through an overlay, in a namespace of its own, on the real node. */
@@ -199,6 +212,11 @@ export class Installation {
     }
     const [imageName, imageTag] = this.image.ref.split(':');
     const webhooks = this.options.webhooks === true;
+    if (this.options.via === 'helm') {
+      await this.#applyChart({ repository: imageName!, tag: imageTag! }, real, webhooks);
+      await this.#crdsEstablished();
+      return;
+    }
     const env = [
       { name: 'REGULON_NAMESPACE', value: this.workload },
       // The names the overlay's namePrefix gave the Service and the configurations (the Secret's
@@ -256,6 +274,69 @@ export class Installation {
     );
     // --force-conflicts: the CRDs are shared with the run's other tests, which install them with their own field manager.
     await this.kubectl.ok('apply', '--server-side', '--force-conflicts', '-k', overlayDir);
+    await this.#crdsEstablished();
+  }
+
+  /** The chart, rendered with the values that say what the overlay does, applied with kubectl. */
+  async #applyChart(
+    image: { repository: string; tag: string },
+    real: boolean,
+    webhooks: boolean,
+  ): Promise<void> {
+    const namespace = parse(readFileSync(join(root, 'deploy', 'namespace.yaml'), 'utf8')) as {
+      metadata: { labels: Record<string, string> };
+    };
+    await this.kubectl.runWithInput(
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: {
+          name: this.namespace,
+          labels: namespace.metadata.labels,
+          annotations: realNodeNamespaceAnnotations(),
+        },
+      }),
+      'apply',
+      '-f',
+      '-',
+    );
+    const values = join(this.#dir, 'values.yaml');
+    writeFileSync(
+      values,
+      stringify({
+        namePrefix: this.prefix,
+        watchNamespace: this.workload,
+        image: { ...image, pullPolicy: 'IfNotPresent' },
+        imageCatalog: real ? this.catalog : {},
+        webhooks: {
+          enabled: webhooks,
+          namespaceSelector: webhooks
+            ? { matchLabels: { 'kubernetes.io/metadata.name': this.workload } }
+            : {},
+        },
+        env: this.options.env ?? [],
+      }),
+    );
+    const helm = await ensureHelm(say);
+    const release = this.prefix.replace(/-$/, '');
+    const rendered = spawnSync(
+      helm,
+      ['template', release, join(root, 'deploy', 'helm', 'regulon'), '-n', this.namespace, '-f', values],
+      { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 },
+    );
+    assert.equal(rendered.status, 0, `helm template:\n${rendered.stderr}`);
+    const r = await this.kubectl.runWithInput(
+      rendered.stdout,
+      'apply',
+      '--server-side',
+      '--force-conflicts',
+      '-f',
+      '-',
+    );
+    assert.equal(r.code, 0, `helm template | kubectl apply:\n${r.stderr}${r.stdout}`);
+  }
+
+  async #crdsEstablished(): Promise<void> {
     await this.kubectl.ok(
       'wait',
       '--for=condition=Established',
