@@ -59,6 +59,7 @@ import {
 import { Database, type DatabaseObject } from '../api.ts';
 import { setupDatabaseController } from '../index.ts';
 import { FORCE_PROMOTE_ANNOTATION, SWITCHOVER_ANNOTATION } from '../replication/replication.ts';
+import { FENCED_CONDITION, FENCED_INSTANCES_ANNOTATION } from '../fencing.ts';
 import {
   lostWrites,
   mariadbStatement,
@@ -562,6 +563,99 @@ export function describeReplication(e: EngineUnderTest): void {
       );
       t.diagnostic(`positions: ${positioned.status!.instances!.map((i) => `${i.name}=${i.lsn}`).join(' ')}`);
     });
+
+    test(
+      'a replica fenced: out of the read-only Service, its engine stopped (no client connects), its Pod and container kept; unfenced, it streams every row again',
+      { skip: engine !== 'postgres' && 'the agent and the plan are shared: shown on postgres alone' },
+      async (t) => {
+        assert.ok(writer, 'the first test started the writer');
+        const before = await until('healthy', healthy);
+        const target = before.status!.instances!.find((i) => i.role === 'replica')!.name;
+        const other = before.status!.instances!.find((i) => i.role === 'replica' && i.name !== target)!.name;
+        const containerOf = async () => {
+          const p = await pods().get(target, { namespace: ns });
+          const c = p.status?.containerStatuses?.find((s) => s.name === container);
+          return {
+            uid: p.metadata!.uid!,
+            restarts: c?.restartCount ?? 0,
+            running: !!c?.state?.running,
+            ip: p.status?.podIP,
+          };
+        };
+        const was = await containerOf();
+        const annotate = (value: string | null) =>
+          dbs().patch(
+            NAME,
+            { metadata: { annotations: { [FENCED_INSTANCES_ANNOTATION]: value } } },
+            { type: 'merge', namespace: ns },
+          );
+        const fencing = Date.now();
+        await annotate(JSON.stringify([target]));
+        await explained(
+          eventually(
+            `${NAME}-ro without ${target}`,
+            async () => (await endpointsOf(`${NAME}-ro`)).join() === other,
+          ),
+        );
+        t.diagnostic(`out of ${NAME}-ro in ${((Date.now() - fencing) / 1000).toFixed(1)} s`);
+        const fenced = await until(
+          `${target} Fenced, its engine stopped`,
+          (d) =>
+            d.status?.instances?.find((i) => i.name === target)?.state === 'Fenced' &&
+            cond(d, FENCED_CONDITION)?.reason === 'EnginesStopped',
+          120_000,
+        );
+        t.diagnostic(`status Fenced in ${((Date.now() - fencing) / 1000).toFixed(1)} s`);
+        assert.equal(cond(fenced, FENCED_CONDITION)?.status, 'True');
+        assert.match(cond(fenced, FENCED_CONDITION)?.message ?? '', new RegExp(`Fenced: ${target};`));
+        assert.equal(fenced.status?.currentPrimary, pod(0), 'the primary serves on');
+        // No client connects: nothing listens at its address any more.
+        const direct = (await rowsEverywhere()).find((r) => r.pod === target);
+        assert.match(
+          direct?.error ?? '',
+          /ECONNREFUSED/,
+          `a connection to ${target}: ${JSON.stringify(direct)}`,
+        );
+        // The same Pod and container, still running (not Ready): there to inspect.
+        const kept = await containerOf();
+        assert.deepEqual(
+          [kept.uid, kept.restarts, kept.running],
+          [was.uid, was.restarts, true],
+          'the Pod and its container stay',
+        );
+
+        const unfencing = Date.now();
+        await annotate(null);
+        const back = await until(
+          `${target} streaming again`,
+          (d) =>
+            healthy(d) &&
+            d.status?.instances?.find((i) => i.name === target)?.state === 'Streaming' &&
+            cond(d, FENCED_CONDITION)?.status === 'False',
+          120_000,
+        );
+        t.diagnostic(`streaming again in ${((Date.now() - unfencing) / 1000).toFixed(1)} s`);
+        assert.equal(back.status?.currentPrimary, pod(0));
+        const acked = await writer.acked();
+        await explained(
+          eventually(`every acknowledged row on ${target}`, async () => {
+            const rows = (await rowsEverywhere()).find((r) => r.pod === target);
+            return rows?.ids && lostWrites(acked, rows.ids).length === 0 ? rows : undefined;
+          }),
+        );
+        await explained(
+          eventually(`${NAME}-ro with ${target} again`, async () =>
+            (await endpointsOf(`${NAME}-ro`)).includes(target),
+          ),
+        );
+        const after = await containerOf();
+        assert.deepEqual(
+          [after.uid, after.restarts],
+          [was.uid, was.restarts],
+          'never restarted: the agent ran the engine again',
+        );
+      },
+    );
 
     test("each instance's agent publishes the engine's metrics on the metrics port: the exporter's series with the instance's role, the primary's replicas streaming, each replica's link, the user-defined queries' series (one the engine refuses down); a scrape takes milliseconds", async (t) => {
       const m = e.metrics;
