@@ -289,7 +289,7 @@ function valuesYaml(objects: ChartObjects): string {
       .split('\n')
       .map((l) => `  ${l}`)
       .join('\n');
-  return `${HEADER}# The defaults render what \`kubectl kustomize deploy/\` does (deploy/README.md, "Helm").
+  return `${HEADER}# The defaults render what \`kubectl kustomize deploy/\` does (deploy/README.md, "Helm and OLM").
 
 image:
   repository: ${v['repository']}
@@ -297,7 +297,7 @@ image:
   tag: '${v['tag']}'
   pullPolicy: ${v['pullPolicy']}
 
-# Two: one leads, the other is a warm standby (deploy/README.md, "High availability").
+# Two: one leads, the other is a warm standby (deploy/manager/deployment.yaml).
 replicas: ${v['replicas']}
 
 # Prepended to every name the chart gives (kustomize's namePrefix): two releases in one cluster.
@@ -313,6 +313,7 @@ watchNamespace: ''
 
 logLevel: ${v['logLevel']}
 
+# Off, every replica reconciles: run one (replicas: 1).
 leaderElection:
   enabled: ${v['leaderElect']}
 
