@@ -10,6 +10,8 @@
 // - the bundle passes `bundle validate` with the default validators and the
 //   operatorframework suite, and its CSV says what deploy/ says: the manager
 //   Deployment, the RBAC bound to its ServiceAccount, the CRDs, the webhooks.
+// - the API server accepts what the chart renders with the webhooks and a
+//   catalog, and the CSV's Deployment and RBAC (a server-side dry run).
 // That the files are current is generate.ts --check's (npm test's first steps).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -17,7 +19,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ensureBinaries } from '@regulon/testenv';
+import { ensureBinaries, start } from '@regulon/testenv';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { BUNDLE_DIR, CAPABILITIES, OLM_CERT_DIR } from './bundle.ts';
 import { CHART_DIR } from './chart.ts';
@@ -358,4 +360,58 @@ test("the bundle's CSV says what deploy/ does: the manager Deployment, the RBAC 
     converted,
   );
   for (const d of defs) assert.equal(d.containerPort, 9443);
+});
+
+test("the API server accepts the chart's objects (webhooks and a catalog on) and the CSV's Deployment and RBAC (server-side dry run)", async () => {
+  const env = await start();
+  try {
+    const ns = await env.newNamespace('chart');
+    const rendered = run(helm, [
+      'template',
+      'dry',
+      chart,
+      '-n',
+      ns,
+      '-f',
+      valuesFile({
+        namePrefix: 'dry-',
+        imageCatalog: { postgres: [{ version: '16.8', image: 'registry.example/postgres:16.8' }] },
+        webhooks: { enabled: true },
+      }),
+    ]);
+    const dryRun = (input: string) =>
+      env.kubectl(['apply', '--dry-run=server', '--server-side', '--force-conflicts', '-f', '-'], input);
+    let r = await dryRun(rendered);
+    assert.equal(r.code, 0, `helm template | kubectl apply --dry-run=server:\n${r.stderr}`);
+
+    const csv = parse(
+      readFileSync(join(bundle, 'manifests', 'regulon.clusterserviceversion.yaml'), 'utf8'),
+    ) as Csv;
+    const { install } = csv.spec;
+    assert.equal(install.strategy, 'deployment');
+    const docs = [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'csv-regulon-manager', namespace: ns },
+        spec: install.spec.deployments[0]!.spec,
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: 'csv-regulon-manager' },
+        rules: install.spec.clusterPermissions[0]!.rules,
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: 'csv-regulon-manager', namespace: ns },
+        rules: install.spec.permissions[0]!.rules,
+      },
+    ];
+    r = await dryRun(docs.map((d) => `---\n${stringify(d)}`).join(''));
+    assert.equal(r.code, 0, `the CSV's install strategy, --dry-run=server:\n${r.stderr}`);
+  } finally {
+    await env.stop();
+  }
 });
