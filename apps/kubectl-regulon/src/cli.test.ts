@@ -23,6 +23,18 @@ describe('run', () => {
     });
   });
 
+  test('restore, psql, mysql, redis-cli and report have their own --help, listed in the usage', async () => {
+    for (const command of ['restore', 'psql', 'mysql', 'redis-cli', 'report']) {
+      assert.deepEqual(await kubectl(command, '--help'), {
+        code: 0,
+        stdout: `${COMMAND_HELP[command]}\n`,
+        stderr: '',
+      });
+      assert.match(USAGE, new RegExp(`\n  ${command} `));
+    }
+    assert.match(COMMAND_HELP['psql']!, /the kubectl on PATH/);
+  });
+
   test('a usage error exits 2 with one line on stderr and nothing on stdout', async () => {
     assert.deepEqual(await kubectl('status', 'db'), {
       code: 2,
