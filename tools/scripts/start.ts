@@ -4,7 +4,8 @@
 //  2. install the CRDs from deploy/crds
 //  3. real node: the embedded S3 object store (a service of the control plane:
 //     `npm run cluster -- down` stops it), the namespace `quickstart` on the
-//     real node, the store's keys and CA as Secrets, the local image catalog
+//     real node, the store's keys and CA as Secrets, the local image catalog,
+//     the manager image (the instance agent the engines' Pods run under)
 //  4. run the manager with every controller, in the foreground
 //  5. apply the samples once the manager is ready and show them becoming Ready:
 //     real node: deploy/samples/real (a MyApp on the local app image, with a
@@ -14,6 +15,8 @@
 // Ctrl-C stops the manager; the control plane keeps running (npm run cluster -- down).
 //   --exit-when-ready   stop the manager once every sample is Ready (used by tests)
 //   --simulated         the simulated start even where a real node could run
+//   --no-instance-agent the real engines without the instance agent, so without the
+//                       manager image (rebuilt, 1.5-2 min, whenever the sources change)
 import { spawn } from 'node:child_process';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -25,12 +28,14 @@ import {
   defaultClusterDir,
   ensureImages,
   isAlive,
+  loadImagesIntoRealNode,
   localImageCatalog,
   realNodeNamespaceAnnotations,
   realNodeUnsupported,
   startObjectStore,
   TestEnv,
 } from '@regulon/testenv';
+import { ensureManagerImage } from '../manager-image/image.ts';
 import { run } from './run.ts';
 
 const exec = promisify(execFile);
@@ -146,8 +151,21 @@ async function prepareRealNode(): Promise<{ flags: string[]; sample: Record<stri
   sample.spec.database.version = catalog['postgres']![0]!.version;
   sample.spec.cache.version = catalog['redis']![0]!.version;
   sample.spec.database.backup.objectStore.endpoint = store.podEndpoint;
+  const flags = ['--image-catalog', catalogFile];
+  if (!args.includes('--no-instance-agent')) {
+    // As deployed: the instances run under the agent copied from the manager's own image,
+    // which holds each Database's and Cache's primary Lease.
+    const building = Date.now();
+    // A build's own output (buildah's steps) stays out of the way: its start and result show.
+    const image = await ensureManagerImage((l) => {
+      if (/^\[(images|manager-image)\]/.test(l)) console.log(l);
+    });
+    loadImagesIntoRealNode(cp.state.dir, [image]);
+    console.log(`instance agent: ${image.ref} (${seconds(building)})`);
+    flags.push('--instance-agent-image', image.ref);
+  }
   return {
-    flags: ['--image-catalog', catalogFile],
+    flags,
     sample: { ...sample, metadata: { name: 'shop', namespace: NAMESPACE } },
   };
 }
