@@ -8,7 +8,10 @@ import {
   formatFencedInstances,
   INVALID_FENCING,
   parseFencedInstances,
+  troubleAfterFence,
+  UNFENCE_GRACE_MS,
 } from './fencing.ts';
+import type { Member } from '@regulon/conventions';
 
 test('the fenced-instances annotation: a JSON list of instance names, or ["*"]', () => {
   assert.equal(parseFencedInstances(undefined), undefined);
@@ -56,4 +59,27 @@ test('which instances are fenced; an annotation that cannot be read keeps the fe
   assert.deepEqual([stopping.status, stopping.reason], ['True', 'Stopping']);
   assert.match(stopping.message, /not instances of this Database: other-0/);
   assert.equal(fencedCondition(some, () => true).reason, 'EnginesStopped');
+});
+
+test('an instance whose fence was just lifted is starting, not lost: its failover delay runs from the grace after', () => {
+  const member = (troubleSince: number | undefined): Member => ({
+    pod: 'orders-0',
+    ordinal: 0,
+    uid: 'u0',
+    createdAt: 0,
+    deleting: false,
+    ready: troubleSince === undefined,
+    troubleSince,
+    server: undefined,
+  });
+  const fenced = new Set(['orders-0']);
+  // Fenced since 1 000 (not ready from then), the fence seen last at 60 000.
+  assert.equal(troubleAfterFence('db', [member(1_000)], fenced, 60_000)[0]!.troubleSince, 1_000);
+  const lifted = troubleAfterFence('db', [member(1_000)], new Set(), 62_000)[0]!;
+  assert.equal(lifted.troubleSince, 60_000 + UNFENCE_GRACE_MS);
+  // Serving again: forgotten, and a later trouble counts from when it began.
+  assert.equal(troubleAfterFence('db', [member(undefined)], new Set(), 70_000)[0]!.troubleSince, undefined);
+  assert.equal(troubleAfterFence('db', [member(80_000)], new Set(), 90_000)[0]!.troubleSince, 80_000);
+  // Another Database's instance of the same name is its own.
+  assert.equal(troubleAfterFence('other', [member(1_000)], new Set(), 62_000)[0]!.troubleSince, 1_000);
 });

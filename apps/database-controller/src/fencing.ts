@@ -5,6 +5,7 @@
 // (PlanInput.fenced); a fenced primary is not failed over.
 import type { V1Pod } from '@kubernetes/client-node';
 import { Kinds } from '@regulon/client';
+import type { Member } from '@regulon/conventions';
 import { FENCED_POD_ANNOTATION } from '@regulon/instance-agent/pod';
 import type { Context } from '@regulon/runtime';
 
@@ -144,4 +145,41 @@ export function fencedCondition(
     reason: waiting.length ? 'Stopping' : 'EnginesStopped',
     message: `Fenced: ${names.join(', ')}${waiting.length ? `; still stopping: ${waiting.join(', ')}` : '; their engines are stopped'}${unknown}`,
   };
+}
+
+/**
+ * How long after a fence was lifted an instance that does not serve yet is still taken for
+ * starting, not lost: its agent reads its Pod every 5 s, then runs the start script.
+ */
+export const UNFENCE_GRACE_MS = 10_000;
+
+/** When each instance (`<Database uid>/<Pod>`) was last seen fenced, by this manager. */
+const lastFenced = new Map<string, number>();
+
+/**
+ * The members as the plan should judge them: one whose fence was lifted less than UNFENCE_GRACE_MS
+ * ago is in trouble only from then on, so that a primary whose fence is lifted is not failed over
+ * (the failover delay having run out while it was stopped on purpose) before it could start again.
+ * A manager that restarted meanwhile does not know, and counts from when its Pod stopped serving.
+ */
+export function troubleAfterFence(
+  uid: string,
+  members: readonly Member[],
+  fenced: ReadonlySet<string>,
+  now: number,
+): Member[] {
+  return members.map((m) => {
+    const key = `${uid}/${m.pod}`;
+    if (fenced.has(m.pod)) {
+      lastFenced.set(key, now);
+      return m;
+    }
+    const at = lastFenced.get(key);
+    if (at === undefined) return m;
+    if (m.troubleSince === undefined || now - at > UNFENCE_GRACE_MS + 3_600_000) {
+      lastFenced.delete(key);
+      return m;
+    }
+    return { ...m, troubleSince: Math.max(m.troubleSince, at + UNFENCE_GRACE_MS) };
+  });
 }

@@ -10,6 +10,7 @@ import {
   FENCED_INSTANCES_ANNOTATION,
   fencingOf,
   INVALID_FENCING,
+  troubleAfterFence,
   markFencedPods,
   type Fencing,
 } from '../fencing.ts';
@@ -159,7 +160,7 @@ export async function reconcileReplication(
   const updateRevision = replicated ? await rollingRevision(db, ctx) : undefined;
   const names = new Set([...Array.from({ length: instances }, (_, i) => podName(db, i)), ...byName.keys()]);
   const fencing = fencingOf(db.metadata.annotations?.[FENCED_INSTANCES_ANNOTATION], [...names], byName);
-  const members: Member[] = [...names].map((name) => {
+  const unfenced: Member[] = [...names].map((name) => {
     const pod = byName.get(name);
     const o = observations.get(name);
     const server =
@@ -180,6 +181,8 @@ export async function reconcileReplication(
       outdated: outdated(pod, updateRevision),
     });
   });
+  // An instance unfenced a moment ago is still starting: its failover delay runs from then.
+  const members = troubleAfterFence(db.metadata.uid!, unfenced, fencing.fenced, now);
 
   // Where the agents hold the primary Lease: this manager's judgement of it, from its reads.
   const primaryLease: LeaseJudgement | undefined = leaseView?.judge();

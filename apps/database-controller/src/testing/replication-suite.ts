@@ -434,6 +434,13 @@ export function describeReplication(e: EngineUnderTest): void {
         .sort();
     };
     const rowsEverywhere = () => readReplicaRows({ client, namespace: ns, db: NAME, engine });
+    /** The Database's fenced-instances annotation set to `value` (null: removed). */
+    const fenceInstances = (value: string | null) =>
+      dbs().patch(
+        NAME,
+        { metadata: { annotations: { [FENCED_INSTANCES_ANNOTATION]: value } } },
+        { type: 'merge', namespace: ns },
+      );
 
     test('three instances: one primary, two replicas; 300 rows written through the client Service are on every replica', async (t) => {
       // User-defined metrics queries (issue 38), read by the metrics scenario: one that answers on
@@ -583,14 +590,8 @@ export function describeReplication(e: EngineUnderTest): void {
           };
         };
         const was = await containerOf();
-        const annotate = (value: string | null) =>
-          dbs().patch(
-            NAME,
-            { metadata: { annotations: { [FENCED_INSTANCES_ANNOTATION]: value } } },
-            { type: 'merge', namespace: ns },
-          );
         const fencing = Date.now();
-        await annotate(JSON.stringify([target]));
+        await fenceInstances(JSON.stringify([target]));
         await explained(
           eventually(
             `${NAME}-ro without ${target}`,
@@ -625,7 +626,7 @@ export function describeReplication(e: EngineUnderTest): void {
         );
 
         const unfencing = Date.now();
-        await annotate(null);
+        await fenceInstances(null);
         const back = await until(
           `${target} streaming again`,
           (d) =>
@@ -653,6 +654,48 @@ export function describeReplication(e: EngineUnderTest): void {
           [after.uid, after.restarts],
           [was.uid, was.restarts],
           'never restarted: the agent ran the engine again',
+        );
+      },
+    );
+
+    test(
+      'the primary fenced: no failover, no instance accepts writes; unfenced, it resumes as the primary',
+      { skip: engine !== 'postgres' && 'the agent and the plan are shared: shown on postgres alone' },
+      async (t) => {
+        const before = await until('healthy', healthy);
+        const primary = before.status!.currentPrimary!;
+        const fencing = Date.now();
+        await fenceInstances(JSON.stringify([primary]));
+        const stopped = await until(
+          `${primary} Fenced, no primary`,
+          (d) =>
+            d.status?.instances?.find((i) => i.name === primary)?.state === 'Fenced' &&
+            cond(d, 'ReplicationHealthy')?.reason === 'NoPrimary',
+          120_000,
+        );
+        t.diagnostic(`the primary's engine stopped in ${((Date.now() - fencing) / 1000).toFixed(1)} s`);
+        assert.match(cond(stopped, 'ReplicationHealthy')?.message ?? '', new RegExp(`${primary} is fenced`));
+        // Past the failover delay, twice over: nothing took over, every other instance still a standby.
+        await cadence(2 * FAILOVER_DELAY_S * 1000 + 2_000);
+        const still = await get();
+        assert.deepEqual(
+          still.status?.instances?.filter((i) => i.state === 'Primary' || i.state === 'Writable'),
+          [],
+          'no instance accepts writes while the primary is fenced',
+        );
+        assert.equal(await endpointsOf(NAME).then((x) => x.join()), '', 'the client Service has no endpoint');
+        if (e.instanceAgent) assert.equal(await leaseHolder(), primary, 'its agent keeps the primary Lease');
+
+        const unfencing = Date.now();
+        await fenceInstances(null);
+        const back = await until(`${primary} the primary again`, healthy, 120_000);
+        t.diagnostic(`serving again in ${((Date.now() - unfencing) / 1000).toFixed(1)} s`);
+        assert.equal(back.status?.currentPrimary, primary);
+        await explained(
+          eventually(
+            'the client Service selects it again',
+            async () => (await endpointsOf(NAME)).join() === primary,
+          ),
         );
       },
     );
