@@ -1,5 +1,5 @@
 // The plugin against a real postgres on the real node: a one-instance Database
-// run by the Database controller (in this process, the local image catalog),
+// (and a redis Cache) run by their controllers (in this process, the local image catalog),
 // then `kubectl regulon psql` answers a query through the kubectl the test
 // environment runs (the plugin's own kubectl exec, with its --kubeconfig and
 // -n), and `status` shows the primary the controller found. One instance, no
@@ -10,6 +10,7 @@ import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import type { V1Secret } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
+import { Cache, setupCacheController, type CacheObject } from '@regulon/cache-controller';
 import { Database, setupDatabaseController, type DatabaseObject } from '@regulon/database-controller';
 import { ImageCatalog } from '@regulon/image-catalog';
 import { testManager, type Manager } from '@regulon/runtime';
@@ -17,9 +18,10 @@ import { eventually, localImageCatalog, start, type TestEnv } from '@regulon/tes
 import { run } from './cli.ts';
 
 const NAME = 'pg';
+const CACHE = 'sessions';
 
 describe(
-  'kubectl regulon on the real node: psql and status on a real postgres',
+  'kubectl regulon on the real node: psql and status on a real postgres, redis-cli on a real redis',
   { timeout: 5 * 60_000 },
   () => {
     let env: TestEnv;
@@ -54,12 +56,14 @@ describe(
 
     before(async () => {
       env = await start({ realNodes: 1 });
-      await env.installCRDs([Database.crd()]);
+      await env.installCRDs([Database.crd(), Cache.crd()]);
       client = KubeClient.fromKubeConfig(env.kubeConfig);
       ns = await env.newNamespace('kubectl-psql', { realNode: true });
       const local = await localImageCatalog();
       mgr = testManager(env.kubeConfig, { namespace: ns });
-      setupDatabaseController(mgr, { imageCatalog: ImageCatalog.fromDocument(local, 'testenv images') });
+      const catalog = ImageCatalog.fromDocument(local, 'testenv images');
+      setupDatabaseController(mgr, { imageCatalog: catalog });
+      setupCacheController(mgr, { imageCatalog: catalog });
       running = mgr.start();
       await client.resource<DatabaseObject>(Database.type).create(
         Database.object({
@@ -70,6 +74,20 @@ describe(
             replicas: 1,
             storage: { size: '256Mi' },
             backup: { enabled: false, schedule: '0 3 * * *', historyLimit: 1 },
+          },
+        }),
+      );
+      // `auth: {}`: a generated password, which the redis container holds as REDISCLI_AUTH.
+      await client.resource<CacheObject>(Cache.type).create(
+        Cache.object({
+          metadata: { name: CACHE, namespace: ns },
+          spec: {
+            engine: 'redis',
+            version: local['redis']![0]!.version,
+            replicas: 1,
+            memory: '32Mi',
+            maxMemoryPercent: 10,
+            auth: {},
           },
         }),
       );
@@ -125,6 +143,27 @@ describe(
       assert.match(status.stdout, new RegExp(`^Database ${ns}/${NAME}: Ready\n`));
       if (ready.status?.currentPrimary) assert.match(status.stdout, new RegExp(`Primary: +${NAME}-0\n`));
       assert.match(status.stdout, new RegExp(`\n {2}${NAME}-0 +primary +Primary`));
+    });
+
+    test('redis-cli runs in the redis instance, authenticated by the password its container holds', async () => {
+      await eventually(
+        'the Cache Ready',
+        async () => {
+          const c = await client.resource<CacheObject>(Cache.type).get(CACHE, { namespace: ns });
+          return c.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True') || undefined;
+        },
+        180_000,
+      );
+      // Without the password, or a wrong one, redis answers NOAUTH or WRONGPASS, not PONG.
+      const { code, stdout, stderr, spawned } = await kubectl('redis-cli', CACHE, '--', 'ping');
+      assert.equal(code, 0, stderr);
+      assert.equal(stdout, 'PONG\n');
+      // A standalone Cache without persistence is a Deployment: its one Pod, whatever its name.
+      assert.deepEqual(spawned[0]!.slice(0, 2), ['exec', '-i']);
+      assert.match(spawned[0]![2]!, new RegExp(`^${CACHE}-`));
+      const wrong = await kubectl('psql', CACHE);
+      assert.equal(wrong.code, 1);
+      assert.equal(wrong.stderr, `error: Database "${CACHE}" not found in namespace "${ns}"\n`);
     });
   },
 );
