@@ -2,8 +2,9 @@
 // `npm start` on a fresh cluster directory joins the real node, starts the
 // embedded object store, and ends with the real sample's engine Pods Ready (a
 // MyApp on the local app image, its 3-instance postgres with backups to the
-// store and its replicated redis); then the psql command it printed, run as
-// printed, answers from the primary, which streams to both replicas.
+// store and its replicated redis); then the psql commands it printed (the
+// kubectl plugin's and kubectl exec's), run as printed, answer from the
+// primary, which streams to both replicas.
 //
 // The machine has one real node, which `npm test`'s own control plane takes
 // once a test asks for it: so `npm test` runs this file in a step of its own,
@@ -69,16 +70,18 @@ test(
       // The printed commands, as a user pastes them: the environment line, then psql (stdin a pipe here).
       const lines = started.out.split('\n').map((l) => l.trim());
       const exported = lines.find((l) => l.startsWith('export KUBECONFIG='));
-      const psql = lines.find((l) => / exec -it .* psql /.test(l));
-      assert.ok(exported && psql, tail);
-      const answer = await run(
-        'bash',
-        ['-c', `${exported}\n${psql}`],
-        'select count(*) from pg_stat_replication;\n',
-      );
-      assert.equal(answer.code, 0, answer.out);
-      // The primary answers, and streams to its two replicas.
-      assert.match(answer.out, /^\s*count\s*\n-+\n\s*2\n\(1 row\)/m, answer.out);
+      const psqls = lines.filter((l) => /^npx kubectl-regulon psql |^kubectl .* exec -it .* psql /.test(l));
+      assert.ok(exported && psqls.length === 2, tail);
+      for (const psql of psqls) {
+        const answer = await run(
+          'bash',
+          ['-c', `${exported}\n${psql}`],
+          'select count(*) from pg_stat_replication;\n',
+        );
+        assert.equal(answer.code, 0, `${psql}\n${answer.out}`);
+        // The primary answers, and streams to its two replicas.
+        assert.match(answer.out, /^\s*count\s*\n-+\n\s*2\n\(1 row\)/m, `${psql}\n${answer.out}`);
+      }
     } finally {
       await run(process.execPath, [join(root, 'packages', 'testenv', 'src', 'cli.ts'), 'down']);
       rmSync(dir, { recursive: true, force: true });
