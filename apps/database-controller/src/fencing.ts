@@ -117,10 +117,10 @@ export async function markFencedPods(
         { metadata: { annotations: { [FENCED_POD_ANNOTATION]: want ? 'true' : null } } },
         { type: 'merge', namespace, signal: ctx.signal },
       )
-      .catch((err: unknown) =>
-        ctx.log.info({ err: (err as Error).message, pod: name }, 'fence mark not written'),
+      .then(
+        () => ctx.log.info({ pod: name, fenced: want }, want ? 'instance fenced' : 'instance unfenced'),
+        (err: unknown) => ctx.log.info({ err: (err as Error).message, pod: name }, 'fence mark not written'),
       );
-    ctx.log.info({ pod: name, fenced: want }, want ? 'instance fenced' : 'instance unfenced');
   }
 }
 

@@ -261,11 +261,7 @@ export function computeStatus(db: DatabaseObject, o: Observed, now: Date = new D
       fencing?.unknown.length ||
       c.some((x) => x.type === FENCED_CONDITION))
   ) {
-    const f = fencedCondition(
-      fencing,
-      (pod) =>
-        !r.observations.get(pod)?.reachable && (r.replicated || !r.members.find((m) => m.pod === pod)?.ready),
-    );
+    const f = fencedCondition(fencing, (pod) => fencedEngineStopped(r, pod));
     set(FENCED_CONDITION, f.status, f.reason, f.message);
   }
 
@@ -366,6 +362,16 @@ function systemIdOf(r: ReplicationView, pod: string): string | undefined {
   return o?.reachable ? o.server.systemId : undefined;
 }
 
+/**
+ * Whether a fenced instance's engine has stopped (its agent stopped it): its server no longer
+ * answers; a single instance, whose server the manager does not read, once its Pod is not ready.
+ * The Fenced condition and the instance's state (Fencing, then Fenced) both go by it.
+ */
+function fencedEngineStopped(r: ReplicationView, pod: string): boolean {
+  if (r.observations.get(pod)?.reachable) return false;
+  return r.replicated || !r.members.find((m) => m.pod === pod)?.ready;
+}
+
 /** Each instance's role and replication state, as the reconcile saw it. */
 function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
   const primary = r.plan.servingPrimary;
@@ -379,9 +385,8 @@ function instancesOf(db: DatabaseObject, r: ReplicationView): Instance[] {
     const before = db.status?.instances?.find((i) => i.name === m.pod)?.discarded;
     const base = { name: m.pod, role, ...(before && !o?.reachable ? { discarded: before } : {}) };
     if (!m.uid) return { ...base, state: 'Missing' };
-    // Fenced once its engine no longer answers (stopped by its agent); Fencing while it stops.
     if (r.fencing?.fenced.has(m.pod))
-      return { ...base, state: o?.reachable || (!r.replicated && m.ready) ? 'Fencing' : 'Fenced' };
+      return { ...base, state: fencedEngineStopped(r, m.pod) ? 'Fenced' : 'Fencing' };
     if (!r.replicated) return { ...base, state: m.ready ? 'Primary' : 'Starting' };
     if (!o?.reachable) return { ...base, state: 'Unreachable' };
     const s = o.server;
