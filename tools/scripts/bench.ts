@@ -3,7 +3,7 @@
 import { runQueueBenchmarks } from '../../packages/queue/src/queue.bench.ts';
 import { runCacheBenchmarks } from '../../packages/cache/src/cache.bench.ts';
 import { runConvergedBenchmarks } from '../../packages/runtime/src/apply/converged.bench.ts';
-import { runLoggingBenchmarks } from '../../packages/runtime/src/manager/logging.bench.ts';
+import { runLoggingBenchmarks } from '../../packages/runtime/src/observability/logging.bench.ts';
 
 const rows = [
   ...(await runQueueBenchmarks()),

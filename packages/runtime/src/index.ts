@@ -19,7 +19,7 @@ export type {
   StatusOf,
 } from './reconcile/object-reconciler.ts';
 export type { CacheReader, Context, ListOptions } from './reconcile/context.ts';
-export type { BuilderOptions } from './builder/builder.ts';
+export type { BuilderOptions, ControllerHost } from './builder/builder.ts';
 export {
   Manager,
   DEFAULT_CACHE_SYNC_TIMEOUT_MS,
@@ -37,15 +37,19 @@ export {
   and,
   or,
   predicate,
-} from './builder/predicates.ts';
-export type { Predicate } from './builder/predicates.ts';
+} from './reconcile/predicates.ts';
+export type { Predicate } from './reconcile/predicates.ts';
 export { enqueueObject, enqueueControllerOwner } from './builder/handlers.ts';
 export type { MapFunc } from './builder/handlers.ts';
-export { controllerMetrics, registerProcessMetrics, RECONCILE_TIME_BUCKETS } from './manager/metrics.ts';
+export {
+  controllerMetrics,
+  registerProcessMetrics,
+  RECONCILE_TIME_BUCKETS,
+} from './observability/metrics.ts';
 export { MetricsServer, HealthServer, ListenError, parseBindAddress } from './manager/servers.ts';
 export type { ServerRole } from './manager/servers.ts';
-export { createLogger, REDACTED_PATHS, DEFAULT_LOG_LEVEL } from './manager/logging.ts';
-export { setupTracing, tracingConfigured } from './manager/tracing.ts';
+export { createLogger, REDACTED_PATHS, DEFAULT_LOG_LEVEL } from './observability/logging.ts';
+export { setupTracing, tracingConfigured } from './observability/tracing.ts';
 export { applyChild, applyOwned, childApplyBody, deleteChildIfControlled } from './apply/apply.ts';
 export type { ApplyOutcome } from './apply/apply.ts';
 export {

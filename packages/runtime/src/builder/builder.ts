@@ -1,10 +1,13 @@
+import type { Tracer } from '@opentelemetry/api';
 import type { Informer } from '@regulon/cache';
-import { apiVersionOf, type KubeObject, type ResourceType } from '@regulon/client';
+import { apiVersionOf, type KubeClient, type KubeObject, type ResourceType } from '@regulon/client';
 import type { RateLimiter } from '@regulon/queue';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { EventRecorder } from '../events/events.ts';
 import { DeclaredCache, kindKey, type DeclaredKinds } from '../reconcile/context.ts';
-import { Controller } from '../reconcile/controller.ts';
+import { Controller, type Runnable } from '../reconcile/controller.ts';
 import { enqueueControllerOwner, enqueueObject, type MapFunc } from './handlers.ts';
-import type { Manager } from '../manager/manager.ts';
 import {
   ObjectReconciler,
   type Finalizer,
@@ -12,7 +15,7 @@ import {
   type ReconcileFunc,
   type StatusFunc,
 } from '../reconcile/object-reconciler.ts';
-import type { Predicate } from './predicates.ts';
+import type { Predicate } from '../reconcile/predicates.ts';
 import type { Reconciler } from '../reconcile/reconcile.ts';
 
 interface Source {
@@ -21,6 +24,25 @@ interface Source {
   map: MapFunc | undefined;
   predicates: Predicate[];
   owned: boolean;
+}
+
+/**
+ * What a builder needs from the process that will run its controller: the
+ * shared client, cache, logger, registry and tracer, an Event recorder, and a
+ * place to register the finished controller. The Manager is one; declaring it
+ * here keeps the builder below the manager, which builds controllers with it.
+ */
+export interface ControllerHost {
+  readonly client: KubeClient;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  readonly tracer: Tracer;
+  informerFor<K extends KubeObject>(
+    type: ResourceType<K>,
+    opts?: { indexers?: Record<string, (obj: K) => string[]> },
+  ): Informer<K>;
+  eventRecorder(controller: string): EventRecorder;
+  add(runnable: Runnable): void;
 }
 
 export interface BuilderOptions {
@@ -43,7 +65,7 @@ export interface BuilderOptions {
  * are the kinds the reconcile's context can read.
  */
 export class ControllerBuilder<T extends KubeObject = KubeObject> {
-  readonly #mgr: Manager;
+  readonly #mgr: ControllerHost;
   readonly #name: string;
   readonly #sources: Source[] = [];
   readonly #indexers = new Map<ResourceType, Record<string, (obj: KubeObject) => string[]>>();
@@ -54,7 +76,7 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
   #finalizer: Finalizer<T> | undefined;
   #nameLimit: NameLimit | undefined;
 
-  constructor(mgr: Manager, name: string) {
+  constructor(mgr: ControllerHost, name: string) {
     if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name))
       throw new Error(`controller name ${JSON.stringify(name)} must be a DNS label`);
     this.#mgr = mgr;

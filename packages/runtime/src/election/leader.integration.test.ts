@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { KubeClient, Kinds, retyped } from '@regulon/client';
 import { start, type TestEnv } from '@regulon/testenv';
 import { LeadershipLostError, type Lease } from './leader-election.ts';
-import { createLogger } from '../manager/logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import type { Manager } from '../manager/manager.ts';
 import { testManager } from '../manager/test-manager.ts';
 import { microTime } from '../support.ts';

@@ -7,10 +7,10 @@ import { ControllerBuilder } from '../builder/builder.ts';
 import type { Runnable } from '../reconcile/controller.ts';
 import { EventRecorder } from '../events/events.ts';
 import { defaultIdentity, LeaderElector, LeadershipLostError } from '../election/leader-election.ts';
-import { createLogger } from './logging.ts';
-import { registerProcessMetrics } from './metrics.ts';
+import { createLogger } from '../observability/logging.ts';
+import { registerProcessMetrics } from '../observability/metrics.ts';
 import { HealthServer, MetricsServer } from './servers.ts';
-import { runtimeTracer } from './tracing.ts';
+import { runtimeTracer } from '../observability/tracing.ts';
 
 /** Defaults, named where they are defined (controller-runtime's). */
 export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '@regulon/client';
-import { createLogger } from './logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import { Manager } from './manager.ts';
 import { stopOnSignals } from './signals.ts';
 

@@ -1,6 +1,6 @@
 import { KubeClient, type ClientOptions, type KubeConfigSource } from '@regulon/client';
 import { Registry } from 'prom-client';
-import { createLogger } from './logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import { Manager, type ManagerOptions } from './manager.ts';
 
 export interface TestManagerOptions extends Omit<ManagerOptions, 'client' | 'registry'> {

@@ -14,7 +14,7 @@ import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KubeClient, Kinds, type ResourceType } from '@regulon/client';
 import { start, type TestEnv } from '@regulon/testenv';
 import { Registry } from 'prom-client';
-import { createLogger } from '../manager/logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import { Manager, type ManagerOptions } from '../manager/manager.ts';
 import { TerminalError, type ReconcileContext, type Request } from './reconcile.ts';
 import { parsePrometheusText, sampleValue } from '../testing/prometheus.ts';

@@ -14,9 +14,13 @@ import {
 } from '@regulon/queue';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { lazyChild } from '../manager/logging.ts';
-import { controllerMetrics, type ControllerMetrics, type ReconcileResultLabel } from '../manager/metrics.ts';
-import type { Predicate } from '../builder/predicates.ts';
+import { lazyChild } from '../observability/logging.ts';
+import {
+  controllerMetrics,
+  type ControllerMetrics,
+  type ReconcileResultLabel,
+} from '../observability/metrics.ts';
+import type { Predicate } from './predicates.ts';
 import {
   isTerminalError,
   requestFromKey,

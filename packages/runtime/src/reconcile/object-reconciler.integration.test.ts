@@ -9,7 +9,7 @@ import { start, type TestEnv } from '@regulon/testenv';
 import type { Registry } from 'prom-client';
 import { Type } from 'typebox';
 import { setCondition } from '../status/conditions.ts';
-import { createLogger } from '../manager/logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import type { Manager } from '../manager/manager.ts';
 import { testManager } from '../manager/test-manager.ts';
 import { ProblemError } from '../status/problems.ts';

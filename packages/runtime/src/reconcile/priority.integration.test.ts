@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
 import { start, type TestEnv } from '@regulon/testenv';
-import { createLogger } from '../manager/logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import type { Manager } from '../manager/manager.ts';
 import { testManager } from '../manager/test-manager.ts';
 import { eventually } from '../testing/wait.ts';

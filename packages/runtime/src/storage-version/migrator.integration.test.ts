@@ -9,7 +9,7 @@ import { KubeClient, Kinds, type KubeObject } from '@regulon/client';
 import { defineKind, versionedCRD } from '@regulon/crd';
 import { eventually, start, type TestEnv } from '@regulon/testenv';
 import { Type } from 'typebox';
-import { createLogger } from '../manager/logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import { StorageVersionMigrator } from './migrator.ts';
 
 const GROUP = 'migrator.test.regulon.dev';

@@ -5,7 +5,7 @@
 import { KubeClient, Kinds } from '@regulon/client';
 import type { DestinationStream } from 'pino';
 import { Manager } from '../manager/manager.ts';
-import { createLogger } from '../manager/logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import { stopOnSignals } from '../manager/signals.ts';
 
 const env = (k: string) => {

@@ -9,7 +9,7 @@ import { KubeClient, Kinds, isTooManyRequests, type KubeObject } from '@regulon/
 import { defineKind, versionedCRD, type KindObject } from '@regulon/crd';
 import { freePorts, start, type TestEnv } from '@regulon/testenv';
 import { Type } from 'typebox';
-import { createLogger } from '../manager/logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import type { Manager } from '../manager/manager.ts';
 import { testManager } from '../manager/test-manager.ts';
 import { parsePrometheusText, sampleValue } from '../testing/prometheus.ts';

@@ -18,7 +18,7 @@ import {
 import { KubeClient, type KubeObject } from '@regulon/client';
 import { eventually } from '../testing/wait.ts';
 import { Registry } from 'prom-client';
-import { createLogger } from '../manager/logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import { Manager } from '../manager/manager.ts';
 import { fieldErrors, type AdmissionResponse } from './admission.ts';
 import { FileCertificates } from './certificates.ts';

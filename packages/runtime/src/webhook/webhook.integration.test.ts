@@ -8,7 +8,7 @@ import { KubeClient, Kinds, isInvalid, type KubeObject } from '@regulon/client';
 import { defineKind } from '@regulon/crd';
 import { freePorts, start, type TestEnv } from '@regulon/testenv';
 import { Type } from 'typebox';
-import { createLogger } from '../manager/logging.ts';
+import { createLogger } from '../observability/logging.ts';
 import type { Manager } from '../manager/manager.ts';
 import { testManager } from '../manager/test-manager.ts';
 import { eventually } from '../testing/wait.ts';
