@@ -49,6 +49,7 @@ import { REDIS_QUORUM_COMMAND, REDIS_ROLE_COMMAND } from './replication/agent.ts
 import {
   askRedis,
   isRedisServer,
+  describeLongestGap,
   longestGap,
   redisUnderTest,
   settled as settledWith,
@@ -635,7 +636,7 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
       const gap = longestGap(acked);
       assert.ok(
         acked.length > 0 && gap < FAILOVER_DELAY_S * 1000,
-        `writes went on: the longest gap was ${gap} ms`,
+        `writes went on: the longest gap was ${describeLongestGap(writes, cutAt)}`,
       );
       const primaryPod = await pods().get(primary, { namespace: ns });
       assert.equal(
@@ -797,12 +798,20 @@ describe('replicated redis on the real node', { timeout: 15 * 60_000 }, () => {
         acked.some((w) => w.at >= cutAt + API_OUTAGE_S * 1000 - 2_000),
         'writes acknowledged to the end of the outage',
       );
-      assert.ok(gap < 5_000, `writes went on throughout: the longest gap was ${gap} ms`);
       const now = podServerPid(primaryUid, isRedisServer);
       assert.equal(
         now,
         server,
         `${primary}'s server ran throughout: neither its agent nor the kubelet stopped it`,
+      );
+      // Unloaded, the longest gap is well under a second. On a loaded machine the primary may refuse
+      // a write for a moment (NOREPLICAS) when a starved replica's once-a-second acknowledgement
+      // ages past min-replicas-max-lag (half the failover delay): redis working as configured.
+      // What must not happen is an outage as long as a failover delay: the same bound as the
+      // manager cut off from the Pods.
+      assert.ok(
+        gap < FAILOVER_DELAY_S * 1000,
+        `writes went on throughout: the longest gap was ${describeLongestGap(writes, cutAt)}`,
       );
       const c = await get();
       const primaryPod = await pods().get(c.status!.currentPrimary!, { namespace: ns });

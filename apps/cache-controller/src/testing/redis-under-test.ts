@@ -63,6 +63,29 @@ export function longestGap(acked: readonly Write[]): number {
   return gap;
 }
 
+/**
+ * Where the longest run without an acknowledged write lies, relative to `since` (epoch ms), and
+ * what the writes inside it got back: what a failed bound on the gap needs to say why.
+ */
+export function describeLongestGap(writes: readonly Write[], since: number): string {
+  let from = 0;
+  let to = 0;
+  let last: Write | undefined;
+  for (const w of writes) {
+    if (!w.acked) continue;
+    if (last && w.at - last.at > to - from) [from, to] = [last.at, w.at];
+    last = w;
+  }
+  const replies = new Map<string, number>();
+  for (const w of writes)
+    if (!w.acked && w.at > from && w.at < to) replies.set(w.reply, (replies.get(w.reply) ?? 0) + 1);
+  const seconds = (ms: number) => `${ms >= since ? '+' : ''}${((ms - since) / 1000).toFixed(1)} s`;
+  return (
+    `${to - from} ms from ${seconds(from)} to ${seconds(to)}; the writes in it got ` +
+    ([...replies].map(([reply, n]) => `${reply} ×${n}`).join(', ') || 'nothing')
+  );
+}
+
 /** Whether a process is redis's server (its argv[0] is `redis-server <address>`). */
 export const isRedisServer = (argv: string[]): boolean => /redis-server/.test(argv[0] ?? '');
 
