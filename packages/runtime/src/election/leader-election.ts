@@ -112,6 +112,52 @@ export function leaseRecordKey(spec: LeaseSpec): string {
   ]);
 }
 
+/**
+ * A Lease record as this process has seen it, and when (on its own clock) it first saw it:
+ * the first safety rule above. A holder's lease counts as expired once the record stayed
+ * unchanged for the duration it declares, timed from that first sighting; shared by every
+ * component that judges someone else's Lease (the elector, the sharded buckets' membership).
+ */
+export class LeaseObservation {
+  readonly #clock: Clock;
+  readonly #defaultDurationMs: number;
+  #spec: LeaseSpec | undefined;
+  #key = '';
+  #seenAt = 0;
+
+  /** `defaultDurationMs` stands in when a record declares no duration. */
+  constructor(clock: Clock, defaultDurationMs: number) {
+    this.#clock = clock;
+    this.#defaultDurationMs = defaultDurationMs;
+  }
+
+  /** Records what a read or write returned; the expiry count restarts only when the record changed. */
+  observe(spec: LeaseSpec): void {
+    const key = leaseRecordKey(spec);
+    if (key === this.#key) return;
+    this.#key = key;
+    this.#spec = spec;
+    this.#seenAt = this.#clock.now();
+  }
+
+  /** The last record seen; undefined before the first. */
+  get spec(): LeaseSpec | undefined {
+    return this.#spec;
+  }
+
+  /** The holder of the last record seen; undefined when none was seen or the lease is released. */
+  get holder(): string | undefined {
+    return this.#spec?.holderIdentity || undefined;
+  }
+
+  /** True once the last record stayed unchanged for its declared duration (a released lease says 1 s). */
+  expired(): boolean {
+    const seconds = this.#spec?.leaseDurationSeconds;
+    const durationMs = seconds && seconds > 0 ? seconds * 1000 : this.#defaultDurationMs;
+    return this.#clock.now() >= this.#seenAt + durationMs;
+  }
+}
+
 /** run() rejects with this when renewals stopped succeeding or another holder took the lease. */
 export class LeadershipLostError extends Error {
   readonly identity: string;
@@ -176,10 +222,7 @@ export class LeaderElector {
   /** While leading: loses leadership once the local clock passed the renew deadline (see assertLeading). */
   #checkDeadline: (() => void) | undefined;
   #stopped: Promise<void> = Promise.resolve();
-  // The record as last seen, and when (local clock) it was first seen in that state.
-  #observed: LeaseSpec | undefined;
-  #observedKey = '';
-  #observedAt = 0;
+  readonly #observed: LeaseObservation;
   #reportedLeader = '';
 
   constructor(options: LeaderElectorOptions) {
@@ -203,6 +246,7 @@ export class LeaderElector {
     }
     this.#leases = options.client.resource(retyped<Lease>(Kinds.Lease));
     this.#clock = options.clock ?? realClock;
+    this.#observed = new LeaseObservation(this.#clock, this.#leaseDurationMs);
     this.#log = options.logger ?? silentLogger;
     this.#gauge = options.registry ? leaderGauge(options.registry) : undefined;
     this.#gauge?.set({ name: options.name }, 0);
@@ -229,7 +273,7 @@ export class LeaderElector {
 
   /** The holder in the last observed record; undefined when none was seen or the lease is released. */
   get leader(): string | undefined {
-    return this.#observed?.holderIdentity || undefined;
+    return this.#observed.holder;
   }
 
   /**
@@ -266,7 +310,7 @@ export class LeaderElector {
     if (this.#runFinished) await this.#runFinished;
     await this.#stopped;
     this.#setGauge(0);
-    if (this.#observed?.holderIdentity !== this.identity) return;
+    if (this.#observed.holder !== this.identity) return;
     const timeout = timeoutSignal(this.#clock, this.#renewDeadlineMs);
     const opts = { namespace: this.#o.namespace, signal: timeout.signal };
     try {
@@ -467,7 +511,7 @@ export class LeaderElector {
     const old = lease.spec ?? {};
     const holder = old.holderIdentity ?? '';
     const ours = holder === this.identity;
-    if (holder !== '' && !ours && !this.#expired()) return 'held';
+    if (holder !== '' && !ours && !this.#observed.expired()) return 'held';
 
     const now = microTime(new Date());
     const transitions = old.leaseTransitions ?? 0;
@@ -492,12 +536,7 @@ export class LeaderElector {
 
   #observe(lease: Lease): void {
     const spec = lease.spec ?? {};
-    const key = leaseRecordKey(spec);
-    if (key !== this.#observedKey) {
-      this.#observedKey = key;
-      this.#observed = spec;
-      this.#observedAt = this.#clock.now();
-    }
+    this.#observed.observe(spec);
     const holder = spec.holderIdentity ?? '';
     if (holder !== '' && holder !== this.#reportedLeader) {
       this.#reportedLeader = holder;
@@ -508,13 +547,6 @@ export class LeaderElector {
         this.#log.error({ err }, 'onNewLeader failed');
       }
     }
-  }
-
-  #expired(): boolean {
-    // The holder's own declared duration: a released lease says 1 s.
-    const seconds = this.#observed?.leaseDurationSeconds;
-    const durationMs = seconds && seconds > 0 ? seconds * 1000 : this.#leaseDurationMs;
-    return this.#clock.now() >= this.#observedAt + durationMs;
   }
 
   #leaseSeconds(): number {
