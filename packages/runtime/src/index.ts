@@ -91,9 +91,20 @@ export {
   DEFAULT_LEASE_DURATION_MS,
   DEFAULT_RENEW_DEADLINE_MS,
   DEFAULT_RETRY_PERIOD_MS,
+  LeaseObservation,
   leaseRecordKey,
 } from './election/leader-election.ts';
 export type { LeaderElectorOptions, Lease, LeaseSpec } from './election/leader-election.ts';
+export {
+  BucketOwnership,
+  BucketNotOwnedError,
+  DEFAULT_BUCKET_COUNT,
+  OWNED_BUCKETS_METRIC_NAME,
+  BUCKET_HANDOVERS_METRIC_NAME,
+  LIVE_MEMBERS_METRIC_NAME,
+} from './sharding/bucket-ownership.ts';
+export type { BucketOwnershipOptions } from './sharding/bucket-ownership.ts';
+export { assignBuckets, bucketWeight } from './sharding/assignment.ts';
 export {
   EventRecorder,
   DEFAULT_EVENT_AGGREGATION_WINDOW_MS,

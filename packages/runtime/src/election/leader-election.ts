@@ -84,6 +84,13 @@ export interface LeaderElectorOptions {
   logger?: Logger | undefined;
   registry?: MetricsRegistry | undefined;
   /**
+   * What this process already saw of the Lease (a list of a group's Leases, say), made with
+   * the same clock: the expiry count goes on from its first sighting of the current record
+   * instead of starting over at the elector's first read. The elector records its own reads
+   * and writes into it.
+   */
+  observation?: LeaseObservation | undefined;
+  /**
    * Called once this process leads. `signal` aborts the moment leadership
    * ends, which is when the work must stop. A rejection is logged only.
    */
@@ -246,7 +253,7 @@ export class LeaderElector {
     }
     this.#leases = options.client.resource(retyped<Lease>(Kinds.Lease));
     this.#clock = options.clock ?? realClock;
-    this.#observed = new LeaseObservation(this.#clock, this.#leaseDurationMs);
+    this.#observed = options.observation ?? new LeaseObservation(this.#clock, this.#leaseDurationMs);
     this.#log = options.logger ?? silentLogger;
     this.#gauge = options.registry ? leaderGauge(options.registry) : undefined;
     this.#gauge?.set({ name: options.name }, 0);

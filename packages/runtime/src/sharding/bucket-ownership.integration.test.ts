@@ -163,6 +163,12 @@ describe('BucketOwnership (real API server)', () => {
     events
       .filter((e) => e.member === member && e.bucket === bucket && e.kind === kind && e.seq < beforeSeq)
       .at(-1);
+  /** The member's regulon_sharding_bucket_handovers_total{outcome="handed_over"}. */
+  async function handedOver(m: Member): Promise<number> {
+    const counter = m.registry.getSingleMetric(BUCKET_HANDOVERS_METRIC_NAME) as Counter | undefined;
+    const values = (await counter?.get())?.values ?? [];
+    return values.find((v) => v.labels['outcome'] === 'handed_over')?.value ?? 0;
+  }
   const leaseOf = (bucket: number) =>
     admin.resource(retyped<Lease>(Kinds.Lease)).get(`${GROUP}-bucket-${bucket}`, { namespace });
 
@@ -214,13 +220,7 @@ describe('BucketOwnership (real API server)', () => {
       );
       assert.ok(drainEnd.at - drainStart.at >= DRAIN_MS - 5);
     }
-    const handedOver = await Promise.all(
-      members.map(async (m) => {
-        const counter = m.registry.getSingleMetric(BUCKET_HANDOVERS_METRIC_NAME) as Counter | undefined;
-        const values = (await counter?.get())?.values ?? [];
-        return values.filter((v) => v.labels['outcome'] === 'handed_over').reduce((a, v) => a + v.value, 0);
-      }),
-    );
+    const handOvers = await Promise.all(members.map(handedOver));
     const moved = [...before].reduce(
       (n, [id, owned]) =>
         n +
@@ -234,7 +234,7 @@ describe('BucketOwnership (real API server)', () => {
       0,
     );
     assert.ok(moved >= 4, `${moved} buckets changed owner`);
-    assert.ok(handedOver.reduce((a, b) => a + b, 0) >= moved, 'each moved bucket counted as a hand-over');
+    assert.ok(handOvers.reduce((a, b) => a + b, 0) >= moved, 'each moved bucket counted as a hand-over');
     assert.deepEqual(violations, []);
   });
 
@@ -263,8 +263,11 @@ describe('BucketOwnership (real API server)', () => {
       Math.max(...events.filter((e) => e.at >= killedAt && e.kind === 'acquired').map((e) => e.at)) -
       killedAt;
     console.log(
-      `# kill: the last of ${lost.length} buckets taken over ${slowest} ms after the stop (lease ${LEASE_MS} ms)`,
+      `# kill: the last of ${lost.length} buckets taken over ${slowest} ms after the stop (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`,
     );
+    // The membership's expiry, then the pass and the elector's first try: one lease duration,
+    // two jittered retry periods and a few round trips, not a second lease duration.
+    assert.ok(slowest <= LEASE_MS + 2 * RETRY_MS * 1.2 + 1000, `taken over ${slowest} ms after the stop`);
     assert.deepEqual(violations, []);
   });
 
@@ -291,6 +294,48 @@ describe('BucketOwnership (real API server)', () => {
     }
     assert.equal(victim.ownership.owned().size, 0);
     for (const bucket of held) assert.throws(() => victim.ownership.assertOwns(bucket), BucketNotOwnedError);
+    assert.deepEqual(violations, []);
+  });
+
+  test('release(): a leaving member drains and releases every bucket, and the one left owns them within about a retry period', async () => {
+    const leaving = members.find((m) => m.identity === 'delta')!;
+    const stays = members.find((m) => m.identity === 'alpha')!;
+    const held = [...leaving.ownership.owned()];
+    assert.ok(held.length > 0);
+    const handedOverBefore = await handedOver(leaving);
+    await leaving.ownership.release();
+    const releasedAt = Date.now();
+    await leaving.running;
+    leaving.stop.abort();
+    assert.equal(leaving.ownership.owned().size, 0);
+    const leases = await admin.resource(retyped<Lease>(Kinds.Lease)).list({ namespace });
+    const membership = leases.items.filter((l) => l.metadata?.name?.startsWith(`${GROUP}-member-`));
+    assert.deepEqual(
+      membership.map((l) => l.spec?.holderIdentity).sort(),
+      ['alpha', 'bravo', 'charlie'],
+      "delta deleted its membership Lease; the killed and the cut-off members' remain",
+    );
+    await eventually(
+      'alpha owns every bucket',
+      () => stays.ownership.owned().size === DEFAULT_BUCKET_COUNT,
+      10_000,
+    );
+    for (const bucket of held) {
+      const drained = lastEvent(leaving.identity, bucket, 'drain-end')!;
+      const stopped = lastEvent(leaving.identity, bucket, 'work-aborted')!;
+      const taken = lastEvent(stays.identity, bucket, 'acquired')!;
+      assert.ok(
+        drained.seq < stopped.seq && stopped.seq < taken.seq,
+        `bucket ${bucket}: drained, stopped, then taken`,
+      );
+      assert.equal((await leaseOf(bucket)).spec?.holderIdentity, stays.identity);
+    }
+    const slowest = Math.max(...held.map((b) => lastEvent(stays.identity, b, 'acquired')!.at)) - releasedAt;
+    console.log(
+      `# release: ${held.length} buckets taken over at most ${slowest} ms after release() resolved`,
+    );
+    assert.ok(slowest <= RETRY_MS * 1.2 + 500, `taken over ${slowest} ms after the release`);
+    assert.equal(await handedOver(leaving), handedOverBefore + held.length);
     assert.deepEqual(violations, []);
   });
 

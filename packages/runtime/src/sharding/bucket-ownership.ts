@@ -28,11 +28,13 @@
 // it held. Or neither wants it: the bucket is idle until the views agree, at most about a
 // retry period later. Never two owners, because ownership is the Lease, not the view.
 //
-// Takeover after a replica is killed: its membership must first expire in the survivors'
-// view (one lease duration from their last sighting of a renewal), then the new owner's
-// elector, which starts campaigning only then, must see the bucket's Lease unchanged for
-// another lease duration. So a kill -9 costs about two lease durations plus a retry period;
-// a release() hands over within about one retry period after the drains.
+// Takeover after a replica is killed: its membership expires in the survivors' view one
+// lease duration after their last sighting of a renewal; its buckets' Leases stopped being
+// renewed at the same moment, and the list that reads the membership reads them too, so the
+// new owner's elector goes on counting from that list's first sighting instead of starting
+// over (LeaderElectorOptions.observation). A kill -9 thus costs about one lease duration
+// plus two retry periods; a release() hands over within about one retry period after the
+// drains.
 import { createHash } from 'node:crypto';
 import { Kinds, isNotFound, retyped, type KubeClient, type ResourceClient } from '@regulon/client';
 import {
@@ -196,7 +198,8 @@ export class BucketOwnership {
   readonly #memberLease: string;
   readonly #slots = new Map<number, BucketSlot>();
   readonly #owned = new Set<number>();
-  readonly #members = new Map<string, LeaseObservation>();
+  /** Member and bucket Leases as this process has seen them, by Lease name. */
+  readonly #seen = new Map<string, LeaseObservation>();
   readonly #releasing = new AbortController();
   #member: LeaderElector | undefined;
   #started = false;
@@ -383,19 +386,14 @@ export class BucketOwnership {
         namespace: this.#o.namespace,
         signal: AbortSignal.any([stop, timeout.signal]),
       });
-      const seen = new Set<string>();
+      const listed = new Set<string>();
       for (const lease of list.items) {
         const name = lease.metadata?.name ?? '';
-        if (!name.startsWith(this.#memberPrefix) || name === this.#memberLease) continue;
-        seen.add(name);
-        let observation = this.#members.get(name);
-        if (!observation) {
-          observation = new LeaseObservation(this.#clock, this.#timings.leaseDurationMs);
-          this.#members.set(name, observation);
-        }
-        observation.observe(lease.spec ?? {});
+        if (!name.startsWith(`${this.#o.name}-`) || name === this.#memberLease) continue;
+        listed.add(name);
+        this.#observation(name).observe(lease.spec ?? {});
       }
-      for (const name of this.#members.keys()) if (!seen.has(name)) this.#members.delete(name);
+      for (const name of this.#seen.keys()) if (!listed.has(name)) this.#seen.delete(name);
     } catch (err) {
       // Observations age meanwhile: members whose renewals go unseen expire, which is the
       // safe direction (their buckets' Leases still decide).
@@ -405,19 +403,29 @@ export class BucketOwnership {
     }
   }
 
+  #observation(leaseName: string): LeaseObservation {
+    let observation = this.#seen.get(leaseName);
+    if (!observation) {
+      observation = new LeaseObservation(this.#clock, this.#timings.leaseDurationMs);
+      this.#seen.set(leaseName, observation);
+    }
+    return observation;
+  }
+
   /** Live identities in this process's view, sorted; itself only while it holds its membership. */
   #liveMembers(): string[] {
     const live = new Set<string>();
     if (this.#member?.isLeader) live.add(this.identity);
-    for (const observation of this.#members.values()) {
+    for (const [name, observation] of this.#seen) {
       const holder = observation.holder;
-      if (holder && !observation.expired()) live.add(holder);
+      if (name.startsWith(this.#memberPrefix) && holder && !observation.expired()) live.add(holder);
     }
     return [...live].sort();
   }
 
   #campaign(bucket: number): void {
     const stop = new AbortController();
+    const lease = `${this.#o.name}-bucket-${bucket}`;
     const slot: BucketSlot = {
       bucket,
       stop,
@@ -429,12 +437,13 @@ export class BucketOwnership {
       elector: new LeaderElector({
         client: this.#o.client,
         namespace: this.#o.namespace,
-        name: `${this.#o.name}-bucket-${bucket}`,
+        name: lease,
         identity: this.identity,
         ...this.#timings,
         clock: this.#clock,
         logger: this.#log,
         registry: this.#o.registry,
+        observation: this.#observation(lease),
         onStartedLeading: (leading) => this.#own(slot, leading),
         onStoppedLeading: () => this.#disown(slot),
       }),
