@@ -157,11 +157,14 @@ export class LeaseObservation {
     return this.#spec?.holderIdentity || undefined;
   }
 
-  /** True once the last record stayed unchanged for its declared duration (a released lease says 1 s). */
-  expired(): boolean {
+  /**
+   * True once the last record stayed unchanged for its declared duration (a released lease
+   * says 1 s), and `graceMs` more.
+   */
+  expired(graceMs = 0): boolean {
     const seconds = this.#spec?.leaseDurationSeconds;
     const durationMs = seconds && seconds > 0 ? seconds * 1000 : this.#defaultDurationMs;
-    return this.#clock.now() >= this.#seenAt + durationMs;
+    return this.#clock.now() >= this.#seenAt + durationMs + graceMs;
   }
 }
 

@@ -21,6 +21,8 @@ const LEASE_MS = 3_000;
 const RENEW_MS = 2_000;
 const RETRY_MS = 500;
 const GROUP = 'shards';
+/** Short enough that the killed and the cut-off members' Leases are gone by the last test. */
+const STALE_MEMBER_AFTER_MS = 6_000;
 /** How long each member's onRevoked takes, standing in for in-flight reconciles. */
 const DRAIN_MS = 300;
 
@@ -130,6 +132,7 @@ describe('BucketOwnership (real API server)', () => {
       leaseDurationMs: LEASE_MS,
       renewDeadlineMs: RENEW_MS,
       retryPeriodMs: RETRY_MS,
+      staleMemberAfterMs: STALE_MEMBER_AFTER_MS,
       clock,
       registry,
       onAcquired: (bucket, signal) => {
@@ -310,10 +313,9 @@ describe('BucketOwnership (real API server)', () => {
     assert.equal(leaving.ownership.owned().size, 0);
     const leases = await admin.resource(retyped<Lease>(Kinds.Lease)).list({ namespace });
     const membership = leases.items.filter((l) => l.metadata?.name?.startsWith(`${GROUP}-member-`));
-    assert.deepEqual(
-      membership.map((l) => l.spec?.holderIdentity).sort(),
-      ['alpha', 'bravo', 'charlie'],
-      "delta deleted its membership Lease; the killed and the cut-off members' remain",
+    assert.ok(
+      membership.every((l) => l.spec?.holderIdentity !== 'delta'),
+      'delta deleted its membership Lease',
     );
     await eventually(
       'alpha owns every bucket',
@@ -353,5 +355,15 @@ describe('BucketOwnership (real API server)', () => {
     }
     assert.equal(frozen.ownership.owned().size, 0);
     assert.deepEqual(violations, []);
+  });
+
+  test("the killed and the cut-off members' Leases are deleted once they stayed expired past staleMemberAfterMs", async () => {
+    const leases = admin.resource(retyped<Lease>(Kinds.Lease));
+    const memberHolders = async () =>
+      (await leases.list({ namespace })).items
+        .filter((l) => l.metadata?.name?.startsWith(`${GROUP}-member-`))
+        .map((l) => l.spec?.holderIdentity)
+        .sort();
+    await eventually('only alpha announced', async () => (await memberHolders()).join() === 'alpha', 20_000);
   });
 });

@@ -4,7 +4,9 @@
 //
 // Three kinds of Lease, all in one namespace:
 //  - `<name>-member-<hash of identity>`: each replica's announcement, held and renewed by a
-//    LeaderElector of its own (no one else campaigns for it). Deleted on release().
+//    LeaderElector of its own (no one else campaigns for it). Deleted on release(), or by
+//    another member once it has stayed expired for a while: identities are unique per
+//    process, so a killed replica's Lease would otherwise stay forever.
 //  - `<name>-bucket-<i>`: one per bucket, held by its owner through a LeaderElector that
 //    exists only while this replica wants or holds the bucket.
 //
@@ -36,7 +38,14 @@
 // plus two retry periods; a release() hands over within about one retry period after the
 // drains.
 import { createHash } from 'node:crypto';
-import { Kinds, isNotFound, retyped, type KubeClient, type ResourceClient } from '@regulon/client';
+import {
+  Kinds,
+  isConflict,
+  isNotFound,
+  retyped,
+  type KubeClient,
+  type ResourceClient,
+} from '@regulon/client';
 import {
   oncePerRegistry,
   realClock,
@@ -71,6 +80,12 @@ export const DEFAULT_BUCKET_COUNT = 16;
 export const OWNED_BUCKETS_METRIC_NAME = 'regulon_sharding_owned_buckets';
 /** Buckets this process stopped owning: `outcome` is `handed_over` (drained, released) or `lost`. */
 export const BUCKET_HANDOVERS_METRIC_NAME = 'regulon_sharding_bucket_handovers_total';
+/**
+ * How long a member's Lease must have stayed expired before another member deletes it:
+ * long enough that a replica frozen or cut off for a while finds its Lease still there (and
+ * one deleted under it is created again at its next renewal: the Lease is found by name).
+ */
+export const DEFAULT_STALE_MEMBER_AFTER_MS = 60_000;
 /** Live members (this process included) in this process's view of the group. */
 export const LIVE_MEMBERS_METRIC_NAME = 'regulon_sharding_live_members';
 
@@ -89,6 +104,8 @@ export interface BucketOwnershipOptions {
   renewDeadlineMs?: number | undefined;
   /** Also the period at which the membership is re-read. */
   retryPeriodMs?: number | undefined;
+  /** Default {@link DEFAULT_STALE_MEMBER_AFTER_MS}: a member Lease expired this long past its duration is deleted. */
+  staleMemberAfterMs?: number | undefined;
   clock?: Clock | undefined;
   logger?: Logger | undefined;
   registry?: MetricsRegistry | undefined;
@@ -194,6 +211,7 @@ export class BucketOwnership {
   readonly #log: Logger;
   readonly #metrics: ShardingMetrics | undefined;
   readonly #timings: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
+  readonly #staleMemberAfterMs: number;
   readonly #memberPrefix: string;
   readonly #memberLease: string;
   readonly #slots = new Map<number, BucketSlot>();
@@ -227,6 +245,7 @@ export class BucketOwnership {
       renewDeadlineMs: options.renewDeadlineMs ?? DEFAULT_RENEW_DEADLINE_MS,
       retryPeriodMs: options.retryPeriodMs ?? DEFAULT_RETRY_PERIOD_MS,
     };
+    this.#staleMemberAfterMs = options.staleMemberAfterMs ?? DEFAULT_STALE_MEMBER_AFTER_MS;
     this.#leases = options.client.resource(retyped<Lease>(Kinds.Lease));
     this.#clock = options.clock ?? realClock;
     this.#log = options.logger ?? silentLogger;
@@ -391,13 +410,47 @@ export class BucketOwnership {
         const name = lease.metadata?.name ?? '';
         if (!name.startsWith(`${this.#o.name}-`) || name === this.#memberLease) continue;
         listed.add(name);
-        this.#observation(name).observe(lease.spec ?? {});
+        const observation = this.#observation(name);
+        observation.observe(lease.spec ?? {});
+        if (name.startsWith(this.#memberPrefix) && observation.expired(this.#staleMemberAfterMs)) {
+          await this.#deleteStaleMember(lease, stop);
+        }
       }
       for (const name of this.#seen.keys()) if (!listed.has(name)) this.#seen.delete(name);
     } catch (err) {
       // Observations age meanwhile: members whose renewals go unseen expire, which is the
       // safe direction (their buckets' Leases still decide).
       if (!stop.aborted) this.#log.warn({ err }, `could not list the sharding members: ${errorMessage(err)}`);
+    } finally {
+      timeout.cancel();
+    }
+  }
+
+  /** Deletes a long-expired member Lease unless it changed since this process listed it. */
+  async #deleteStaleMember(lease: Lease, stop: AbortSignal): Promise<void> {
+    // Only a member deletes: a replica not in the group may be the one cut off.
+    if (!this.#member?.isLeader) return;
+    const name = lease.metadata?.name ?? '';
+    const timeout = timeoutSignal(this.#clock, this.#timings.renewDeadlineMs);
+    try {
+      await this.#leases.delete(name, {
+        namespace: this.#o.namespace,
+        preconditions: { resourceVersion: lease.metadata?.resourceVersion ?? '' },
+        signal: AbortSignal.any([stop, timeout.signal]),
+      });
+      this.#seen.delete(name);
+      this.#log.info(
+        { group: this.#o.name, lease: name, holder: lease.spec?.holderIdentity },
+        'deleted the membership Lease of a member gone for good',
+      );
+    } catch (err) {
+      // Renewed meanwhile (a conflict), or deleted by another member: both fine.
+      if (!isNotFound(err) && !isConflict(err)) {
+        this.#log.warn(
+          { err, lease: name },
+          `could not delete a stale membership Lease: ${errorMessage(err)}`,
+        );
+      }
     } finally {
       timeout.cancel();
     }
