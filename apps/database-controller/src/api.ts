@@ -193,6 +193,14 @@ const databaseSpec = <R extends TSchema>(replication: R) =>
               ),
             ),
             retention: Type.Optional(BackupRetention()),
+            storeTimeoutSeconds: Type.Optional(
+              Type.Integer({
+                minimum: 5,
+                maximum: 600,
+                description:
+                  "How long one request to objectStore may wait for the store to connect or answer before it fails (pgBackRest's io-timeout; rclone's --contimeout and --timeout). Each tool retries a failed request a few times, so a store that hangs fails a backup, or a WAL segment's archiving, after a few times this. Left out: pgBackRest's 60 s; rclone's 15 s to connect and 5 min for an answer.",
+              }),
+            ),
           }),
           {
             // On backup itself, not on the spec: the API server's validation ratcheting then

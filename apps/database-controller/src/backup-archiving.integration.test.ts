@@ -85,7 +85,17 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
   };
 
   test('WAL archiving refused by the store: ArchivingFailed naming the segment, a Warning Event and the gauges within a minute, and RegulonPostgresArchivingFails firing in a real Prometheus, the Database Ready; once the store answers, archived again with nothing missing and the alert resolved', async (t) => {
-    await createDatabase('archiver');
+    // A 10 s io-timeout (pgBackRest's default 60 s): refused, archive_command fails within the
+    // scenario's first minute instead of after two, and the alert's failure branch fires.
+    await createDatabase('archiver', {
+      backup: {
+        enabled: true,
+        schedule: '0 3 * * *',
+        historyLimit: 1,
+        objectStore: objectStore(),
+        storeTimeoutSeconds: 10,
+      },
+    });
     const db = await ready('archiver');
     const primary = db.status!.currentPrimary!;
     // The archiver is first read a period after the stanza exists: then the gauge has its series.
@@ -164,11 +174,12 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
           const r = await c.query<{ w: string }>('select pg_walfile_name(pg_switch_wal()) as w');
           return r.rows[0]!.w;
         });
-        // Watched from the segment switch, beside the condition's checks. The alert comes well after
-        // the condition: refused, pgBackRest retries each request until its io-timeout (60 s), and
-        // archive_command had not failed once 126 s on (measured), so what fires it is the segment
-        // waiting over 120 s (INSTANCE_THRESHOLDS.archiveWaitSeconds), then its `for` (5 s here).
-        // A minute's margin past that: a scrape missed on a loaded machine restarts the `for`.
+        // Watched from the segment switch, beside the condition's checks. Refused, pgBackRest retries
+        // each request until its io-timeout (10 s here), then archive_command fails and postgres
+        // retries it: the failures with segments waiting fire the alert, after its `for` (5 s here).
+        // With the default 60 s, archive_command had not failed once 126 s on (measured), and what
+        // fired it was the segment waiting over 120 s (INSTANCE_THRESHOLDS.archiveWaitSeconds); the
+        // wait allows for either. A scrape missed on a loaded machine restarts the `for`.
         const alert = withAlertInputs(
           prometheus,
           primary,
@@ -201,8 +212,8 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
         assert.ok(seenAfter < 60_000, `seen only after ${seenAfter} ms`);
         const message = cond(failed.status?.conditions, 'BackupSucceeded')!.message;
         t.diagnostic(`its message: ${message}`);
-        // Refused, pgBackRest retries until its io-timeout (60 s) before archive_command fails: the
-        // segment left waiting says it first.
+        // Refused, pgBackRest retries until its io-timeout before archive_command fails: the failure,
+        // or the segment left waiting, whichever the manager reads first.
         assert.match(
           message,
           /WAL archiving into backups\/\S+ (fails: segment [0-9A-F]{24} could not be archived|does not keep up: segment [0-9A-F]{24} has waited)/,

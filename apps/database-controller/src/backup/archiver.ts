@@ -70,8 +70,9 @@ export function parseArchiverState(out: string): ArchiverState | undefined {
 /**
  * A segment waiting longer than this is archiving that does not keep up,
  * failure reported or not: pgBackRest retries a store that refuses or does
- * not answer until its io-timeout (60 s) before archive_command fails, and a
- * hung store may never fail it. A healthy archiver is seconds behind, even on
+ * not answer until its io-timeout (60 s, or spec.backup.storeTimeoutSeconds)
+ * before archive_command fails, and a hung store may never fail it. A
+ * healthy archiver is seconds behind, even on
  * a busy server; a backlog this old is a restore that cannot reach the last
  * 40 s, which is worth saying either way.
  */

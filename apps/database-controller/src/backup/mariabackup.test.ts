@@ -129,6 +129,19 @@ describe('the container settings', () => {
     for (const e of env) if (/KEY/.test(e.name)) assert.equal(e.value, undefined, `${e.name} holds no value`);
   });
 
+  test("storeTimeoutSeconds is rclone's timeout to connect and to answer; left out, 15 s to connect and rclone's own idle timeout", () => {
+    const timeouts = (db: DatabaseObject) =>
+      Object.fromEntries(
+        mariabackupEnv(db)
+          .filter((e) => e.name === 'RCLONE_CONTIMEOUT' || e.name === 'RCLONE_TIMEOUT')
+          .map((e) => [e.name, e.value]),
+      );
+    const db = database(store);
+    db.spec.backup!.storeTimeoutSeconds = 10;
+    assert.deepEqual(timeouts(db), { RCLONE_CONTIMEOUT: '10s', RCLONE_TIMEOUT: '10s' });
+    assert.deepEqual(timeouts(database(store)), { RCLONE_CONTIMEOUT: '15s' });
+  });
+
   test('nothing for a Database without an object store', () => {
     assert.deepEqual(mariabackupEnv(database()), []);
   });

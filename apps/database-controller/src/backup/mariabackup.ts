@@ -92,7 +92,13 @@ const RCLONE_GLOBALS: Array<[string, string]> = [
 export function mariabackupEnv(db: DatabaseObject): V1EnvVar[] {
   const repo = storeRepository(db);
   if (!repo) return [];
-  const env: V1EnvVar[] = RCLONE_GLOBALS.map(([name, value]) => ({ name, value }));
+  const timeout = db.spec.backup?.storeTimeoutSeconds;
+  const env: V1EnvVar[] = RCLONE_GLOBALS.map(([name, value]) => ({
+    name,
+    value: name === 'RCLONE_CONTIMEOUT' && timeout !== undefined ? `${timeout}s` : value,
+  }));
+  // Only when set: a Database that leaves it out keeps rclone's 5 minutes and the Pods it had.
+  if (timeout !== undefined) env.push({ name: 'RCLONE_TIMEOUT', value: `${timeout}s` });
   env.push({ name: LOCATION_ENV, value: `${repo.bucket}/${repo.path}` });
   if (repo.caSecret) env.push({ name: 'RCLONE_CA_CERT', value: `${BACKUP_CA_MOUNT}/${CA_FILE}` });
   for (const [option, value] of rcloneOptions(repo)) {

@@ -75,6 +75,16 @@ describe('the container settings', () => {
     assert.equal(byName.get('PGBACKREST_PG1_USER')?.value, '$(SUPERUSER)');
   });
 
+  test("storeTimeoutSeconds is pgBackRest's io-timeout; left out, no setting at all (the Pods stay as they were)", () => {
+    const pgdata = '/var/lib/postgresql/data/pgdata';
+    const timeout = (db: DatabaseObject) =>
+      pgbackrestEnv(db, pgdata).filter((e) => e.name === 'PGBACKREST_IO_TIMEOUT');
+    assert.deepEqual(timeout(postgres({ objectStore: store, storeTimeoutSeconds: 10 })), [
+      { name: 'PGBACKREST_IO_TIMEOUT', value: '10' },
+    ]);
+    assert.deepEqual(timeout(postgres({ objectStore: store })), []);
+  });
+
   test('the StatefulSet: pg1-user refers to SUPERUSER defined before it, the CA is a Secret volume', () => {
     const db = postgres({ objectStore: store });
     const sts = desiredStatefulSet(db, childNames(db).credentials, 'regulon.local/postgres:15');

@@ -134,6 +134,9 @@ export function pgbackrestEnv(db: DatabaseObject, pgdata: string): V1EnvVar[] {
     { name: 'PGBACKREST_REPO1_RETENTION_FULL', value: RETAIN_ALL },
   ];
   if (!repo) return env;
+  // Only when set: a Database that leaves it out keeps pgBackRest's 60 s and the Pods it had.
+  const timeout = db.spec.backup?.storeTimeoutSeconds;
+  if (timeout !== undefined) env.push({ name: 'PGBACKREST_IO_TIMEOUT', value: String(timeout) });
   for (const [option, value] of repositorySettings(repo, BACKUP_CA_MOUNT))
     env.push(
       typeof value === 'string'
