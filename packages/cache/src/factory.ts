@@ -1,14 +1,20 @@
 import { apiVersionOf, type KubeClient, type KubeObject, type ResourceType } from '@regulon/client';
 import { Informer } from './informer.ts';
 import { listerWatcher, type Scope } from './lister-watcher.ts';
-import { silentLogger, type Logger } from '@regulon/util';
+import { silentLogger, type Logger, type MetricsRegistry } from '@regulon/util';
 import type { BackoffOptions, ReflectorHealth, Transform } from './reflector.ts';
+import { describeShard, type Shard } from './shard.ts';
 import type { IndexFunc } from './store.ts';
 
 export interface InformerRequest<T> extends Scope {
   indexers?: Record<string, IndexFunc<T>> | undefined;
   /** Only the first request for an informer sets its transform. */
   transform?: Transform<T> | null | undefined;
+  /**
+   * Only this shard of the kind's key space (KEP-5866; see shard.ts). Part of the informer's
+   * identity: another shard is another informer, with its own list and watch.
+   */
+  shard?: Shard | undefined;
 }
 
 export interface FactoryOptions {
@@ -18,6 +24,8 @@ export interface FactoryOptions {
   streamingList?: boolean | undefined;
   /** Server-side watch timeouts are drawn from [min, 2*min) seconds (default 300). */
   minWatchTimeoutSeconds?: number | undefined;
+  /** Where sharded informers report `regulon_cache_shard_mode`; none when absent. */
+  registry?: MetricsRegistry | undefined;
 }
 
 export interface InformerStatus {
@@ -34,6 +42,8 @@ export class SharedInformerFactory {
   readonly #client: KubeClient;
   readonly #o: FactoryOptions;
   readonly #informers = new Map<string, Informer<KubeObject>>();
+  /** Each informer's own stop, so that one can go while the rest run (see stop()). */
+  readonly #stops = new Map<Informer<KubeObject>, AbortController>();
   #signal: AbortSignal | undefined;
 
   constructor(client: KubeClient, options: FactoryOptions = {}) {
@@ -68,9 +78,13 @@ export class SharedInformerFactory {
         ...(this.#o.minWatchTimeoutSeconds !== undefined
           ? { minWatchTimeoutSeconds: this.#o.minWatchTimeoutSeconds }
           : {}),
+        ...(request.shard ? { shard: request.shard } : {}),
+        ...(this.#o.registry ? { registry: this.#o.registry } : {}),
       });
-      this.#informers.set(key, informer as unknown as Informer<KubeObject>);
-      if (this.#signal) void informer.start(this.#signal);
+      const shared = informer as unknown as Informer<KubeObject>;
+      this.#informers.set(key, shared);
+      this.#stops.set(shared, new AbortController());
+      if (this.#signal) this.#start(shared, this.#signal);
     } else if (request.indexers) {
       for (const [name, fn] of Object.entries(request.indexers)) {
         try {
@@ -86,7 +100,23 @@ export class SharedInformerFactory {
   /** Starts every informer, and any requested later, until the signal aborts. */
   start(signal: AbortSignal): void {
     this.#signal = signal;
-    for (const informer of this.#informers.values()) void informer.start(signal);
+    for (const informer of this.#informers.values()) this.#start(informer, signal);
+  }
+
+  /**
+   * Stops one informer and forgets it, while the others run on: its watch ends, its
+   * handlers hear nothing more, and the next request for its kind and scope makes a new
+   * informer that lists afresh. For a replica that hands a shard over and takes another.
+   * Resolves once its reflector has returned.
+   */
+  async stop<T extends KubeObject>(informer: Informer<T>): Promise<void> {
+    const shared = informer as unknown as Informer<KubeObject>;
+    const stop = this.#stops.get(shared);
+    if (!stop) return;
+    this.#stops.delete(shared);
+    this.#informers.delete(informer.name);
+    stop.abort();
+    await informer.finished;
   }
 
   /** Resolves when every informer has synced; rejects on abort or after timeoutMs. */
@@ -105,6 +135,10 @@ export class SharedInformerFactory {
     }
   }
 
+  #start(informer: Informer<KubeObject>, signal: AbortSignal): void {
+    void informer.start(AbortSignal.any([signal, this.#stops.get(informer)!.signal]));
+  }
+
   status(): InformerStatus[] {
     return [...this.#informers.values()].map((i) => ({
       name: i.name,
@@ -114,11 +148,12 @@ export class SharedInformerFactory {
   }
 }
 
-function informerKey(type: ResourceType, scope: Scope): string {
+function informerKey(type: ResourceType, scope: Scope & { shard?: Shard | undefined }): string {
   const parts = [`${apiVersionOf(type)} ${type.kind}`];
   if (scope.namespace) parts.push(`ns=${scope.namespace}`);
   if (scope.labelSelector) parts.push(`labels=${scope.labelSelector}`);
   if (scope.fieldSelector) parts.push(`fields=${scope.fieldSelector}`);
   if (scope.metadataOnly) parts.push('metadata-only');
+  if (scope.shard) parts.push(`shard=${describeShard(scope.shard)}`);
   return parts.join(' ');
 }

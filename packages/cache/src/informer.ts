@@ -1,6 +1,8 @@
 import type { KubeObject } from '@regulon/client';
 import type { ListerWatcher } from './lister-watcher.ts';
-import { silentLogger, type Logger } from '@regulon/util';
+import { silentLogger, type Logger, type MetricsRegistry } from '@regulon/util';
+import { reportShardMode } from './metrics.ts';
+import type { Shard } from './shard.ts';
 import { Reflector, type BackoffOptions, type ReflectorHealth, type Transform } from './reflector.ts';
 import { Store, type IndexFunc, type StoreChange } from './store.ts';
 
@@ -45,6 +47,10 @@ export interface InformerOptions<T extends KubeObject> {
   inactivityTimeoutMs?: number | undefined;
   streamingList?: boolean | undefined;
   minWatchTimeoutSeconds?: number | undefined;
+  /** Hold only this shard of the kind's key space: cut by the API server when it can, here when not (see ReflectorOptions.shard). */
+  shard?: Shard | undefined;
+  /** Where a sharded informer reports its mode (`regulon_cache_shard_mode`) while it runs. */
+  registry?: MetricsRegistry | undefined;
 }
 
 /**
@@ -57,11 +63,15 @@ export class Informer<T extends KubeObject> {
   readonly #reflector: Reflector<T>;
   readonly #handlers = new Set<EventHandler<T>>();
   readonly #log: Logger;
+  readonly #registry: MetricsRegistry | undefined;
+  readonly #sharded: boolean;
   #running: Promise<void> | undefined;
 
   constructor(options: InformerOptions<T>) {
     this.name = options.name;
     this.#log = options.logger ?? silentLogger;
+    this.#registry = options.registry;
+    this.#sharded = options.shard !== undefined;
     this.store = new Store<T>(options.indexers);
     const transform = options.transform === undefined ? stripManagedFields : (options.transform ?? undefined);
     this.#reflector = new Reflector<T>({
@@ -79,6 +89,7 @@ export class Informer<T extends KubeObject> {
       ...(options.minWatchTimeoutSeconds !== undefined
         ? { minWatchTimeoutSeconds: options.minWatchTimeoutSeconds }
         : {}),
+      ...(options.shard ? { shard: options.shard } : {}),
     });
   }
 
@@ -94,14 +105,27 @@ export class Informer<T extends KubeObject> {
     return () => this.#handlers.delete(handler);
   }
 
-  /** Starts the reflector (once); it runs until the signal aborts. */
+  /**
+   * Starts the reflector (once); it runs until the signal aborts. A stopped informer
+   * does not start again: make a new one (for another shard, say).
+   */
   start(signal: AbortSignal): Promise<void> {
-    this.#running ??= this.#reflector.run(signal);
+    if (this.#running) return this.#running;
+    const unreport =
+      this.#sharded && this.#registry
+        ? reportShardMode(this.#registry, { name: this.name, shardMode: () => this.health().shardMode })
+        : undefined;
+    this.#running = this.#reflector.run(signal).finally(() => unreport?.());
     return this.#running;
   }
 
   get started(): boolean {
     return this.#running !== undefined;
+  }
+
+  /** Resolves once the reflector has returned (its signal aborted); at once if never started. */
+  get finished(): Promise<void> {
+    return this.#running ?? Promise.resolve();
   }
 
   hasSynced(): boolean {

@@ -10,10 +10,19 @@ export interface Scope {
   metadataOnly?: boolean | undefined;
 }
 
+/** What a reflector asks of one list. */
+export interface ListRequest {
+  /** KEP-5866's shardSelector (see shard.ts); servers without the feature gate ignore it. */
+  shardSelector?: string | undefined;
+  /** One page of at most this many items instead of every page: a probe, not a list to store. */
+  limit?: number | undefined;
+}
+
 export interface WatchRequest {
   resourceVersion?: string | undefined;
   timeoutSeconds: number;
   sendInitialEvents?: boolean | undefined;
+  shardSelector?: string | undefined;
   signal: AbortSignal;
   /** Called once the server has accepted the watch, before any event. */
   onOpen?: () => void;
@@ -21,7 +30,8 @@ export interface WatchRequest {
 
 /** The two calls a reflector makes; a seam so that its loop doesn't depend on HTTP. */
 export interface ListerWatcher<T> {
-  list(signal: AbortSignal): Promise<ListResult<T>>;
+  /** Every page (one with `limit`); `shardInfo` says whether the server applied `shardSelector`. */
+  list(signal: AbortSignal, request?: ListRequest): Promise<ListResult<T>>;
   watch(request: WatchRequest): AsyncIterable<WatchEvent<T>>;
 }
 
@@ -40,10 +50,17 @@ export function listerWatcher<T extends KubeObject>(
     ...(scope.metadataOnly ? { metadataOnly: true } : {}),
   };
   return {
-    list: (signal) => client.resource<T>(type).listAll({ ...base, pageSize: LIST_PAGE_SIZE, signal }),
+    list: (signal, req = {}) => {
+      const resource = client.resource<T>(type);
+      const sharded = req.shardSelector ? { shardSelector: req.shardSelector } : {};
+      return req.limit !== undefined
+        ? resource.list({ ...base, ...sharded, limit: req.limit, signal })
+        : resource.listAll({ ...base, ...sharded, pageSize: LIST_PAGE_SIZE, signal });
+    },
     watch: (req) =>
       client.watch<T>(type, {
         ...base,
+        ...(req.shardSelector ? { shardSelector: req.shardSelector } : {}),
         allowWatchBookmarks: true,
         timeoutSeconds: req.timeoutSeconds,
         signal: req.signal,

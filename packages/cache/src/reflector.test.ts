@@ -4,62 +4,27 @@
 // cache.integration.test.ts.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import type { KubeObject, ListResult, WatchEvent } from '@regulon/client';
+import type { KubeObject, WatchEvent } from '@regulon/client';
 import { Informer } from './informer.ts';
-import type { ListerWatcher, WatchRequest } from './lister-watcher.ts';
+import type { WatchRequest } from './lister-watcher.ts';
 import { Reflector } from './reflector.ts';
 import { Store, type StoreChange } from './store.ts';
+import {
+  events,
+  hang,
+  ScriptedListerWatcher as Script,
+  until,
+  type WatchScript,
+} from './testing/scripted-lister-watcher.ts';
 
 const cm = (name: string, rv: string): KubeObject => ({
   metadata: { namespace: 'ns', name, resourceVersion: rv },
 });
 
-type WatchScript = (req: WatchRequest) => AsyncIterable<WatchEvent<KubeObject>>;
-
-/** Serves lists and watches from queues of scripted answers; records the requests. */
-class Script implements ListerWatcher<KubeObject> {
-  lists: Array<() => ListResult<KubeObject>> = [];
-  watches: WatchScript[] = [];
-  listCalls = 0;
-  watchCalls: WatchRequest[] = [];
-  list(): Promise<ListResult<KubeObject>> {
-    this.listCalls++;
-    const next = this.lists.shift();
-    return next ? Promise.resolve(next()) : Promise.reject(new Error('no list scripted'));
-  }
-  watch(req: WatchRequest): AsyncIterable<WatchEvent<KubeObject>> {
-    this.watchCalls.push(req);
-    return (this.watches.shift() ?? hang)(req);
-  }
-}
-
-/** A watch that stays open, silent, until aborted. */
-async function* hang(req: WatchRequest): AsyncIterable<WatchEvent<KubeObject>> {
-  await new Promise<void>((_, reject) =>
-    req.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
-  );
-  yield* [];
-}
-
 /** A watch the server accepts and keeps open, silent, until aborted: a quiet scope. */
 async function* openQuiet(req: WatchRequest): AsyncIterable<WatchEvent<KubeObject>> {
   req.onOpen?.();
   yield* hang(req);
-}
-
-function events(...evs: WatchEvent<KubeObject>[]): WatchScript {
-  return async function* () {
-    await Promise.resolve();
-    yield* evs;
-  };
-}
-
-async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
 }
 
 // Reflectors left running by a failed test stop at the end instead of holding the run open.
@@ -103,7 +68,7 @@ describe('Reflector', () => {
     assert.equal(s.watchCalls[0]?.resourceVersion, '10');
     await until(() => s.watchCalls.length === 2, 'second watch');
     assert.equal(s.watchCalls[1]?.resourceVersion, '12', 'resumes from the last event, without relisting');
-    assert.equal(s.listCalls, 1);
+    assert.equal(s.listCalls.length, 1);
     await h.stop();
   });
 
@@ -177,7 +142,7 @@ describe('Reflector', () => {
     await until(() => h.reflector.health().consecutiveFailures === 0, 'recovered while quiet');
     assert.equal(h.reflector.health().failingSince, undefined);
     assert.equal(h.reflector.health().lastError, undefined);
-    assert.equal(s.listCalls, 1);
+    assert.equal(s.listCalls.length, 1);
     await h.stop();
   });
 
@@ -315,6 +280,6 @@ describe('Informer', () => {
     started(informer);
     await until(() => seen.length === 3, '3 events');
     assert.deepEqual(seen, ['add:a:initial', 'add:b:initial', 'add:c:event']);
-    assert.equal(s.listCalls, 0, 'no paginated list');
+    assert.equal(s.listCalls.length, 0, 'no paginated list');
   });
 });

@@ -3,6 +3,7 @@ import { errorFromStatus, isGone, type KubeObject, type WatchEvent } from '@regu
 import { backoffDelay, silentLogger, type Backoff, type Logger } from '@regulon/util';
 import { objectKey } from './keys.ts';
 import type { ListerWatcher } from './lister-watcher.ts';
+import { contains, selectorFor, type Shard } from './shard.ts';
 import { deepFreeze, type Store, type StoreChange } from './store.ts';
 
 /** How long a reflector waits between failed list/watch attempts. */
@@ -48,7 +49,20 @@ export interface ReflectorOptions<T extends KubeObject> {
   /** Use a streaming list (watch with sendInitialEvents) instead of paginated lists; falls back to lists if the server refuses. */
   streamingList?: boolean | undefined;
   minWatchTimeoutSeconds?: number | undefined;
+  /**
+   * Hold only this shard of the key space (KEP-5866). Every list asks the server for it
+   * (`shardSelector`); whether the server applied it (`shardInfo` on the list) decides the
+   * {@link ShardMode}. Objects outside the shard are dropped on this side in either mode.
+   */
+  shard?: Shard | undefined;
 }
+
+/**
+ * Where a sharded informer's shard is cut: `server` when the API server applied the
+ * shardSelector (ShardedListAndWatch on), `client` when it ignored it (gate off, older
+ * server) and the reflector drops the other shards' objects itself after receiving them.
+ */
+export type ShardMode = 'server' | 'client';
 
 export interface ReflectorHealth {
   /** The first list has been delivered. */
@@ -71,6 +85,8 @@ export interface ReflectorHealth {
   relists: number;
   /** Whether initial state comes from a streaming list (sendInitialEvents) rather than paginated lists. */
   streamingList: boolean;
+  /** For a sharded reflector, where the shard is cut, as the last list found; absent before it. */
+  shardMode?: ShardMode | undefined;
 }
 
 class WatchStalledError extends Error {}
@@ -84,6 +100,7 @@ class WatchStalledError extends Error {}
 export class Reflector<T extends KubeObject> {
   readonly #o: ReflectorOptions<T>;
   readonly #log: Logger;
+  readonly #shard: { shard: Shard; selector: string } | undefined;
   readonly #health: Omit<ReflectorHealth, 'streamingList'> = {
     synced: false,
     watching: false,
@@ -97,6 +114,7 @@ export class Reflector<T extends KubeObject> {
     this.#o = options;
     this.#log = options.logger ?? silentLogger;
     this.#streaming = options.streamingList ?? false;
+    if (options.shard) this.#shard = { shard: options.shard, selector: selectorFor(options.shard) };
   }
 
   health(): ReflectorHealth {
@@ -130,6 +148,8 @@ export class Reflector<T extends KubeObject> {
     while (!signal.aborted) {
       try {
         if (needList) {
+          // A streaming list is a watch, which echoes no shardInfo: a one-item list asks first.
+          if (this.#streaming && this.#shard) await this.#probeShard(signal);
           resourceVersion = this.#streaming ? undefined : await this.#list(signal);
           needList = false;
         }
@@ -179,9 +199,45 @@ export class Reflector<T extends KubeObject> {
   }
 
   async #list(signal: AbortSignal): Promise<string> {
-    const result = await this.#o.listerWatcher.list(signal);
-    this.#replace(result.items);
+    const sharded = this.#shard;
+    const result = await this.#o.listerWatcher.list(
+      signal,
+      sharded ? { shardSelector: sharded.selector } : undefined,
+    );
+    let items = result.items;
+    if (sharded) {
+      this.#setShardMode(result.shardInfo !== undefined);
+      items = items.filter((obj) => contains(sharded.shard, obj));
+      if (items.length < result.items.length && this.#health.shardMode === 'server')
+        // Only a hash that differs from the server's can get here; the objects are dropped all the same.
+        this.#log.warn(
+          { informer: this.#o.name, outside: result.items.length - items.length },
+          'the API server sent objects outside the shard it applied',
+        );
+    }
+    this.#replace(items);
     return result.resourceVersion;
+  }
+
+  async #probeShard(signal: AbortSignal): Promise<void> {
+    const probe = await this.#o.listerWatcher.list(signal, {
+      shardSelector: this.#shard!.selector,
+      limit: 1,
+    });
+    this.#setShardMode(probe.shardInfo !== undefined);
+  }
+
+  /** Records where the shard is cut, logging the first decision and any change (a relist after a server upgrade). */
+  #setShardMode(applied: boolean): void {
+    const mode: ShardMode = applied ? 'server' : 'client';
+    if (this.#health.shardMode === mode) return;
+    this.#health.shardMode = mode;
+    this.#log.info(
+      { informer: this.#o.name, shardMode: mode, shardSelector: this.#shard!.selector },
+      mode === 'server'
+        ? 'shard served by the API server (shardSelector applied)'
+        : 'API server ignored shardSelector: filtering the shard on the client',
+    );
   }
 
   #replace(items: T[]): void {
@@ -230,6 +286,8 @@ export class Reflector<T extends KubeObject> {
         },
         ...(resourceVersion !== undefined ? { resourceVersion } : {}),
         ...(streamingInitial ? { sendInitialEvents: true } : {}),
+        // A server that ignored the selector on the list ignores it on the watch too.
+        ...(this.#health.shardMode === 'server' ? { shardSelector: this.#shard!.selector } : {}),
       });
       this.#health.watching = true;
       for await (const event of stream) {
@@ -275,6 +333,14 @@ export class Reflector<T extends KubeObject> {
         this.#replace(initial.splice(0));
       return rv;
     }
+    // Out of the shard: another replica's object. Dropping its events is all it takes,
+    // because shard membership never changes during an object's life: its hash is of its
+    // uid or its namespace, and neither can be changed by an update. A name deleted and
+    // created again is a new object with a new uid; the old one's DELETED (in the shard
+    // or not, as it was) and the new one's ADDED are each judged on their own uid, and a
+    // relist after 410 compares the store with a list filtered the same way.
+    // In server mode this only catches what the server let through (see #list).
+    if (this.#shard && !contains(this.#shard.shard, event.object)) return rv;
     const obj = this.#o.transform ? this.#o.transform(event.object) : event.object;
     if (initial) {
       initial.push(obj);

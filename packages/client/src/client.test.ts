@@ -435,6 +435,58 @@ describe('listAll', () => {
   });
 });
 
+describe('shardSelector (KEP-5866)', () => {
+  const selector = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
+  const query = `shardSelector=${new URLSearchParams({ s: selector }).toString().slice(2)}`;
+
+  it('is sent on list and watch; the echoed shardInfo comes back with the list', async () => {
+    const { client, transport } = setup();
+    transport.replies.push(
+      json(200, { items: [], metadata: { resourceVersion: '3', shardInfo: { selector } } }),
+      json(200, { items: [], metadata: { resourceVersion: '4' } }),
+    );
+    transport.streams.push({ statusCode: 200, body: Readable.from([]) });
+    const rc = client.resource(Kinds.ConfigMap);
+    const sharded = await rc.list({ namespace: 'ns', shardSelector: selector });
+    assert.deepEqual(sharded.shardInfo, { selector });
+    // A server without the ShardedListAndWatch gate ignores the parameter and echoes nothing.
+    assert.equal((await rc.list({ namespace: 'ns', shardSelector: selector })).shardInfo, undefined);
+    for await (const _ of client.watch(Kinds.ConfigMap, { namespace: 'ns', shardSelector: selector }))
+      assert.fail('no events expected');
+    assert.deepEqual(
+      transport.requests.map((r) => r.path),
+      [
+        `/api/v1/namespaces/ns/configmaps?${query}`,
+        `/api/v1/namespaces/ns/configmaps?${query}`,
+        `/api/v1/namespaces/ns/configmaps?watch=1&${query}`,
+      ],
+    );
+  });
+
+  it('listAll resends it with every continue token and reports shardInfo only if every page had it', async () => {
+    const { client, transport } = setup();
+    const page = (name: string, shardInfo: boolean, cont?: string) =>
+      json(200, {
+        items: [{ metadata: { name } }],
+        metadata: {
+          resourceVersion: '10',
+          ...(cont ? { continue: cont } : {}),
+          ...(shardInfo ? { shardInfo: { selector } } : {}),
+        },
+      });
+    transport.replies.push(page('a', true, 't1'), page('b', true));
+    const all = await client.resource(Kinds.ConfigMap).listAll({ pageSize: 1, shardSelector: selector });
+    assert.deepEqual(all.shardInfo, { selector });
+    assert.deepEqual(
+      transport.requests.map((r) => r.path),
+      [`/api/v1/configmaps?limit=1&${query}`, `/api/v1/configmaps?limit=1&continue=t1&${query}`],
+    );
+    transport.replies.push(page('a', true, 't1'), page('b', false));
+    const mixed = await client.resource(Kinds.ConfigMap).listAll({ pageSize: 1, shardSelector: selector });
+    assert.equal(mixed.shardInfo, undefined);
+  });
+});
+
 describe('watch', () => {
   it('streams events and closes the stream at the end', async () => {
     const { client, transport } = setup();

@@ -171,6 +171,7 @@ export class KubeClient {
       watch: '1',
       labelSelector: opts.labelSelector,
       fieldSelector: opts.fieldSelector,
+      shardSelector: opts.shardSelector,
       resourceVersion: opts.resourceVersion,
       resourceVersionMatch: opts.resourceVersionMatch,
       allowWatchBookmarks: opts.allowWatchBookmarks ? 'true' : undefined,

@@ -25,6 +25,12 @@ export interface ListOptions extends CallOptions {
   continue?: string | undefined;
   resourceVersion?: string | undefined;
   resourceVersionMatch?: 'Exact' | 'NotOlderThan' | undefined;
+  /**
+   * KEP-5866's shard selector (`shardRange(object.metadata.uid, '0x…', '0x…') || …`): only
+   * objects whose hash falls in the ranges. Applied only by servers with the ShardedListAndWatch
+   * feature gate, which say so in the result's `shardInfo`; others ignore it and list everything.
+   */
+  shardSelector?: string | undefined;
   /** Items are meta.k8s.io/v1 PartialObjectMetadata instead of full objects. */
   metadataOnly?: boolean | undefined;
 }
@@ -107,7 +113,7 @@ const DEFAULT_PAGE_SIZE = 500;
 
 interface RawList {
   items?: unknown[] | null | undefined;
-  metadata?: { resourceVersion?: string; continue?: string } | undefined;
+  metadata?: { resourceVersion?: string; continue?: string; shardInfo?: { selector?: string } } | undefined;
 }
 
 export class ResourceClientImpl<T extends KubeObject> implements ResourceClient<T> {
@@ -149,6 +155,7 @@ export class ResourceClientImpl<T extends KubeObject> implements ResourceClient<
         continue: opts.continue,
         resourceVersion: opts.resourceVersion,
         resourceVersionMatch: opts.resourceVersionMatch,
+        shardSelector: opts.shardSelector,
       },
       ...(opts.metadataOnly ? { accept: METADATA_LIST_ACCEPT } : {}),
       ...signalOf(opts),
@@ -157,6 +164,8 @@ export class ResourceClientImpl<T extends KubeObject> implements ResourceClient<
     if (!opts.metadataOnly) for (const item of items) fillTypeMeta(item, this.#typeMeta);
     const result: ListResult<T> = { items, resourceVersion: raw.metadata?.resourceVersion ?? '' };
     if (raw.metadata?.continue) result.continue = raw.metadata.continue;
+    const shardInfo = raw.metadata?.shardInfo;
+    if (shardInfo) result.shardInfo = { selector: shardInfo.selector ?? '' };
     return result;
   }
 
@@ -168,19 +177,22 @@ export class ResourceClientImpl<T extends KubeObject> implements ResourceClient<
       const items: T[] = [];
       let page = await this.list({ ...rest, limit: pageSize });
       items.push(...page.items);
+      // Sharded only if every page says so (each page is a request of its own).
+      let shardInfo = page.shardInfo;
       try {
         while (page.continue) {
           // The token pins the snapshot; resending a resourceVersion is rejected.
           const { resourceVersion: _rv, resourceVersionMatch: _rvm, ...next } = rest;
           page = await this.list({ ...next, limit: pageSize, continue: page.continue });
           items.push(...page.items);
+          if (!page.shardInfo) shardInfo = undefined;
         }
       } catch (err) {
         // The token outlived etcd compaction: the snapshot is gone, start over.
         if (isGone(err) && !restarted) continue;
         throw err;
       }
-      return { items, resourceVersion: page.resourceVersion };
+      return { items, resourceVersion: page.resourceVersion, ...(shardInfo ? { shardInfo } : {}) };
     }
   }
 

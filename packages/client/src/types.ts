@@ -21,6 +21,11 @@ export interface ListResult<T> {
   resourceVersion: string;
   /** Token for the next page; absent on the last page. */
   continue?: string | undefined;
+  /**
+   * Present when the server applied a `shardSelector` (KEP-5866): the selector it
+   * applied, echoed. Absent when none was asked for or the server ignored it.
+   */
+  shardInfo?: { selector: string } | undefined;
 }
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';

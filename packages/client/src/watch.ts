@@ -4,6 +4,8 @@ export interface WatchOptions {
   namespace?: string | undefined;
   labelSelector?: string | undefined;
   fieldSelector?: string | undefined;
+  /** KEP-5866's shard selector (see ListOptions.shardSelector); servers without the feature gate ignore it. */
+  shardSelector?: string | undefined;
   /** Start after this version; omit for "now" (which first replays state as ADDED). */
   resourceVersion?: string | undefined;
   allowWatchBookmarks?: boolean | undefined;

@@ -4,9 +4,11 @@
 //                     proxy, or find them in the versioned cache, and print their
 //                     bin dir; --real-node also the real node's (a second line)
 //                     and its images
-//   up [--real-node|--real-nodes=2]  start it in .cluster/ (or $REGULON_CLUSTER_DIR)
-//                     and leave it running; --real-node joins the machine's real
-//                     node to it, --real-nodes=2 also the second one (real-node-1)
+//   up [--real-node|--real-nodes=2] [--feature-gates=A=true,B=false]  start it in
+//                     .cluster/ (or $REGULON_CLUSTER_DIR) and leave it running;
+//                     --real-node joins the machine's real node to it, --real-nodes=2
+//                     also the second one (real-node-1); --feature-gates are the API
+//                     server's (e.g. ShardedListAndWatch=true)
 //   down    stop it and remove its directory
 //   images  build the real node's images (and the Debian packages that build them)
 //   status  show its components, readiness and nodes
@@ -16,7 +18,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { ControlPlane } from './control-plane.ts';
+import { ControlPlane, featureGateArgs, parseFeatureGates } from './control-plane.ts';
 import { installBinaries } from './binaries.ts';
 import { removeIfEmpty, STATE_DIR_ENV } from './env.ts';
 import { adminRequest } from './http.ts';
@@ -25,7 +27,9 @@ import { defaultClusterDir } from './paths.ts';
 
 const log = (line: string) => process.stderr.write(`[testenv] ${line}\n`);
 const usage =
-  'usage: regulon-testenv install [--real-node]|up [--real-node|--real-nodes=2]|down|status|images|exec -- COMMAND [ARGS...]';
+  'usage: regulon-testenv install [--real-node]|up [--real-node|--real-nodes=2] [--feature-gates=A=true,...]|down|status|images|exec -- COMMAND [ARGS...]';
+
+const GATES = '--feature-gates=';
 
 async function running(dir: string): Promise<ControlPlane | undefined> {
   if (!ControlPlane.exists(dir)) return undefined;
@@ -47,8 +51,12 @@ function printAccess(cp: ControlPlane): void {
 }
 
 async function up(args: string[]): Promise<number> {
-  const unknown = args.filter((a) => !['--real-node', '--real-nodes=1', '--real-nodes=2'].includes(a));
+  const unknown = args.filter(
+    (a) => !['--real-node', '--real-nodes=1', '--real-nodes=2'].includes(a) && !a.startsWith(GATES),
+  );
   if (unknown.length) throw new Error(`unknown option ${unknown[0]}\n${usage}`);
+  const gatesArg = args.find((a) => a.startsWith(GATES));
+  const featureGates = gatesArg ? parseFeatureGates(gatesArg.slice(GATES.length)) : {};
   const realNodes = args.includes('--real-nodes=2')
     ? 2
     : args.some((a) => a.startsWith('--real-node'))
@@ -57,6 +65,12 @@ async function up(args: string[]): Promise<number> {
   const dir = defaultClusterDir();
   const existing = await running(dir);
   if (existing) {
+    const want = featureGateArgs(featureGates);
+    const has = existing.state.components['kube-apiserver']?.args.filter((a) => a.startsWith(GATES)) ?? [];
+    if (gatesArg && want.join() !== has.join())
+      throw new Error(
+        `the running control plane's API server has ${has[0] ?? 'no --feature-gates'}, not ${want[0] ?? 'none'}: npm run cluster -- down first`,
+      );
     if (realNodes) await existing.ensureRealNode(undefined, realNodes);
     log('already running');
     printAccess(existing);
@@ -65,7 +79,7 @@ async function up(args: string[]): Promise<number> {
   if (ControlPlane.exists(dir)) await ControlPlane.attach(dir).stop();
   rmSync(dir, { recursive: true, force: true });
   const started = Date.now();
-  const cp = await ControlPlane.start({ dir, log, realNodes });
+  const cp = await ControlPlane.start({ dir, log, realNodes, featureGates });
   log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   printAccess(cp);
   return 0;

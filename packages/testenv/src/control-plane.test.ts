@@ -17,7 +17,13 @@ import { STATE_DIR_ENV } from './env.ts';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ControlPlane, DEFAULT_START_TIMEOUT_MS, KWOK_NODE_ANNOTATION } from './control-plane.ts';
+import {
+  ControlPlane,
+  DEFAULT_START_TIMEOUT_MS,
+  featureGateArgs,
+  KWOK_NODE_ANNOTATION,
+  parseFeatureGates,
+} from './control-plane.ts';
 import { ensureBinaries } from './binaries.ts';
 import { shardDigits } from './kwok-stages.ts';
 import { repoRoot } from './paths.ts';
@@ -358,5 +364,50 @@ describe('a start that fails', () => {
     }
     const left = readdirSync(tmpdir()).filter((d) => d.startsWith('regulon-testenv-') && !before.has(d));
     assert.deepEqual(left, []);
+  });
+});
+
+describe('feature gates', () => {
+  test('a plane with feature gates is always its own, and its API server has them', async () => {
+    const gated = await start({ featureGates: { ShardedListAndWatch: true }, nodes: 0 });
+    try {
+      // Inside `regulon-testenv exec` too: the run's shared plane keeps its defaults.
+      assert.notEqual(gated.controlPlane.state.dir, process.env[STATE_DIR_ENV]);
+      const args = gated.controlPlane.state.components['kube-apiserver']!.args;
+      assert.ok(args.includes('--feature-gates=ShardedListAndWatch=true'), 'kept for startAPIServer()');
+      // The alpha gate alone turns it on (no --runtime-config): a sharded list echoes shardInfo.
+      const selector = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
+      const res = await gated.kubectl([
+        'get',
+        '--raw',
+        `/api/v1/namespaces?shardSelector=${encodeURIComponent(selector)}`,
+      ]);
+      assert.equal(res.code, 0, res.stderr);
+      const list = JSON.parse(res.stdout) as { metadata: { shardInfo?: { selector: string } } };
+      assert.deepEqual(list.metadata.shardInfo, { selector });
+    } finally {
+      await gated.stop();
+    }
+  });
+
+  test("a gate the API server doesn't know fails start with its reason", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'regulon-testenv-gates-'));
+    try {
+      await assert.rejects(
+        start({ dir, featureGates: { NoSuchGate: true }, nodes: 0 }),
+        /kube-apiserver exited with 1 while starting:[\s\S]*unrecognized feature gate: NoSuchGate/,
+      );
+      assert.throws(() => featureGateArgs({ 'A=true,B': true }), /invalid feature gate name/);
+      assert.deepEqual(parseFeatureGates('ShardedListAndWatch=true,Other=false'), {
+        ShardedListAndWatch: true,
+        Other: false,
+      });
+      assert.deepEqual(featureGateArgs(parseFeatureGates('A=true,B=false')), [
+        '--feature-gates=A=true,B=false',
+      ]);
+      assert.throws(() => parseFeatureGates('A=yes'), /not NAME=true or NAME=false/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

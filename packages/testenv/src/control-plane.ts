@@ -56,7 +56,16 @@ export interface ControlPlaneOptions {
    * benchmark of thousands of objects measures instead of the code under test.
    */
   scale?: ScaleOptions | undefined;
+  /**
+   * The API server's feature gates, on top of its defaults, e.g. `{ ShardedListAndWatch: true }`
+   * (an alpha gate of 1.36+, off by default): `--feature-gates=ShardedListAndWatch=true`.
+   * Only the kube-apiserver gets them, and keeps them across `startAPIServer()`.
+   */
+  featureGates?: FeatureGates | undefined;
 }
+
+/** Feature gate name → on/off, as `--feature-gates` takes them. */
+export type FeatureGates = Readonly<Record<string, boolean>>;
 
 export interface ScaleOptions {
   /** Pod capacity of each KWOK node (default 110). */
@@ -179,11 +188,10 @@ export class ControlPlane {
         const res = await postJson(`${etcdEndpoint}/v3/maintenance/status`, {});
         return res.status === 200;
       });
-      const apiserver = cp.#spawn(
-        'kube-apiserver',
-        bins.kubeApiserver,
-        apiserverArgs(dir, pki, apiPort, etcdEndpoint, scale.apiServerProfiling ?? false),
-      );
+      const apiserver = cp.#spawn('kube-apiserver', bins.kubeApiserver, [
+        ...apiserverArgs(dir, pki, apiPort, etcdEndpoint, scale.apiServerProfiling ?? false),
+        ...featureGateArgs(options.featureGates),
+      ]);
       await cp.#waitFor('kube-apiserver', apiserver, deadline, async () => {
         const res = await adminRequest(cp.credentials, 'GET', '/readyz');
         return res.status === 200;
@@ -559,6 +567,30 @@ function apiserverArgs(dir: string, pki: Pki, port: number, etcd: string, profil
     `--profiling=${profiling}`,
     '--v=0',
   ];
+}
+
+/**
+ * `--feature-gates=A=true,B=false`, or nothing. A name the API server does not know makes it
+ * exit at once ("unrecognized feature gate"), which start() reports with the log's tail.
+ */
+export function featureGateArgs(gates: FeatureGates | undefined): string[] {
+  const entries = Object.entries(gates ?? {});
+  if (entries.length === 0) return [];
+  for (const [name] of entries)
+    if (!/^[A-Za-z][A-Za-z0-9]*$/.test(name)) throw new Error(`testenv: invalid feature gate name "${name}"`);
+  return [`--feature-gates=${entries.map(([name, on]) => `${name}=${on}`).join(',')}`];
+}
+
+/** `A=true,B=false`, as `--feature-gates` takes it, into name -> on (for `up --feature-gates=`). */
+export function parseFeatureGates(value: string): FeatureGates {
+  const gates: Record<string, boolean> = {};
+  for (const pair of value.split(',').filter(Boolean)) {
+    const m = /^([^=]+)=(true|false)$/.exec(pair);
+    if (!m) throw new Error(`--feature-gates: "${pair}" is not NAME=true or NAME=false`);
+    gates[m[1]!] = m[2] === 'true';
+  }
+  featureGateArgs(gates); // refuses a malformed name here rather than from the API server
+  return gates;
 }
 
 function controllerManagerArgs(kubeconfigPath: string, pki: Pki): string[] {

@@ -26,6 +26,15 @@ export interface TestEnvOptions extends Partial<ControlPlaneOptions> {
   own?: boolean | undefined;
 }
 
+/**
+ * Whether `options` ask for a control plane unlike the run's shared one: feature gates
+ * change what the API server serves to every client, so a plane with any is always
+ * its own, never the shared one (whose flags every other test file relies on).
+ */
+function needsOwnPlane(options: TestEnvOptions): boolean {
+  return options.own === true || Object.keys(options.featureGates ?? {}).length > 0;
+}
+
 /** What a kubectl run printed, and how it exited. */
 export interface KubectlResult {
   code: number | null;
@@ -262,12 +271,12 @@ function readCRDs(dir: string): CustomResourceDefinition[] {
 
 /**
  * Returns a TestEnv: attached to the run's shared control plane when
- * REGULON_TESTENV_DIR is set (unless `own`), otherwise a new one in a temp
- * directory, stopped by `stop()`.
+ * REGULON_TESTENV_DIR is set (unless `own`, or feature gates are asked for),
+ * otherwise a new one in a temp directory, stopped by `stop()`.
  */
 export async function start(options: TestEnvOptions = {}): Promise<TestEnv> {
   const log = options.verbose ? (l: string) => process.stderr.write(`[testenv] ${l}\n`) : options.log;
-  const shared = options.own ? undefined : process.env[STATE_DIR_ENV];
+  const shared = needsOwnPlane(options) ? undefined : process.env[STATE_DIR_ENV];
   if (shared && ControlPlane.exists(shared)) {
     const cp = ControlPlane.attach(shared, log);
     if (options.realNodes === 2) await takeSecondNode(shared, log);

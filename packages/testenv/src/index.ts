@@ -14,6 +14,7 @@ export {
   DEFAULT_START_TIMEOUT_MS,
   KWOK_NODE_ANNOTATION,
   type ControlPlaneOptions,
+  type FeatureGates,
   type ScaleOptions,
   type ControlPlaneState,
 } from './control-plane.ts';
