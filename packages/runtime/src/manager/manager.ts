@@ -9,6 +9,7 @@ import { EventRecorder } from '../events/events.ts';
 import { defaultIdentity, LeaderElector, LeadershipLostError } from '../election/leader-election.ts';
 import { createLogger } from '../observability/logging.ts';
 import { registerProcessMetrics } from '../observability/metrics.ts';
+import { RunnableGroup } from './runnable-group.ts';
 import { HealthServer, MetricsServer } from './servers.ts';
 import { runtimeTracer } from '../observability/tracing.ts';
 
@@ -32,6 +33,12 @@ export interface LeaderElectionConfig {
   leaseDurationMs?: number | undefined;
   renewDeadlineMs?: number | undefined;
   retryPeriodMs?: number | undefined;
+  /**
+   * Hand the Lease over on a graceful stop (default true). False leaves it
+   * to expire, as controller-runtime does unless LeaderElectionReleaseOnCancel
+   * is set: a standby then leads only after the lease duration, as after a crash.
+   */
+  releaseOnStop?: boolean | undefined;
 }
 
 export interface ManagerOptions {
@@ -62,10 +69,21 @@ export interface ManagerOptions {
  * Runs many controllers in one process around one client, one shared cache,
  * one metrics registry, one logger and one tracer.
  *
- * Start order: HTTP servers; caches, then wait for sync; leader election;
- * leader-only runnables once leading (the others right after sync).
- * Graceful stop: stop taking work, let in-flight reconciles finish (up to the
- * shutdown timeout), release the Lease, stop caches and servers.
+ * What it runs is in groups, started in this order, each once the one before
+ * is up:
+ *  1. servers: metrics and health (closed again if start() fails);
+ *  2. caches: every informer, waited for until synced; so a standby's caches
+ *     are warm before it campaigns, and a takeover reconciles from them at
+ *     once, with no fresh list;
+ *  3. others: runnables that need no leadership (webhook servers, controllers
+ *     built with `needLeaderElection: false`), on every replica;
+ *  4. the election (with leader election on);
+ *  5. leader-only: the other controllers, once leading; leadership lost ends
+ *     their work at once and start() rejects with LeadershipLostError.
+ * A graceful stop goes the other way: leader-only and others take no new work
+ * and drain their in-flight reconciles (up to the shutdown timeout) while the
+ * Lease is still renewed; then the Lease is released; then the caches stop;
+ * then the servers close.
  */
 export class Manager {
   readonly client: KubeClient;
@@ -77,13 +95,17 @@ export class Manager {
   readonly metricsServer: MetricsServer;
   readonly identity: string;
   readonly #o: ManagerOptions;
-  readonly #runnables: Runnable[] = [];
+  readonly #others: RunnableGroup;
+  readonly #leaderOnly: RunnableGroup;
   readonly #stop = new AbortController();
   #synced = false;
   #electionRunning = false;
   #leading = false;
   #started = false;
   #elector: LeaderElector | undefined;
+  /** Settles once the election has ended, lost or not (see #campaign). */
+  #electing: Promise<void> | undefined;
+  #lost: LeadershipLostError | undefined;
 
   constructor(options: ManagerOptions = {}) {
     this.#o = options;
@@ -95,6 +117,8 @@ export class Manager {
     this.informers = new SharedInformerFactory(this.client, {
       logger: this.logger.child({ component: 'cache' }),
     });
+    this.#others = new RunnableGroup('others', this.logger);
+    this.#leaderOnly = new RunnableGroup('leader-only', this.logger);
     this.metricsServer = new MetricsServer(this.registry);
     registerProcessMetrics(this.registry);
     this.health.addHealthCheck('ping', () => ({ ok: true }));
@@ -131,10 +155,12 @@ export class Manager {
     return new ControllerBuilder(this, name);
   }
 
+  /** Adds a runnable to the leader-only group, or to the others when it needs no leadership. */
   add(runnable: Runnable): void {
-    if (this.#runnables.some((r) => r.name === runnable.name))
+    const groups = [this.#others, this.#leaderOnly];
+    if (groups.some((g) => g.members.some((r) => r.name === runnable.name)))
       throw new Error(`a runnable named ${runnable.name} is already registered`);
-    this.#runnables.push(runnable);
+    (runnable.needLeaderElection ? this.#leaderOnly : this.#others).add(runnable);
   }
 
   eventRecorder(controller: string): EventRecorder {
@@ -166,16 +192,28 @@ export class Manager {
     this.#started = true;
     const stop = signal ? AbortSignal.any([signal, this.#stop.signal]) : this.#stop.signal;
     const cacheStop = new AbortController();
-    const runStop = new AbortController();
-    const drainTimeout = this.#o.gracefulShutdownTimeoutMs ?? DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS;
+    // Aborts in-flight reconciles: when the graceful shutdown times out, or the Lease is lost.
     const drain = new AbortController();
-    const running: Array<Promise<void>> = [];
     // The Lease is renewed until in-flight work has drained, so no other
     // replica can lead while this one still reconciles.
     const electionStop = new AbortController();
-    let electing: Promise<void> | undefined;
-    let lost: LeadershipLostError | undefined;
 
+    await this.#startServers();
+    try {
+      if (!(await this.#startCaches(stop, cacheStop.signal))) return;
+      this.#others.start(drain.signal);
+      this.#campaign(electionStop.signal, drain.signal);
+      await new Promise<void>((resolve) =>
+        stop.aborted ? resolve() : stop.addEventListener('abort', () => resolve(), { once: true }),
+      );
+    } finally {
+      await this.#shutdown(drain, electionStop, cacheStop);
+    }
+    if (this.#lost) throw this.#lost;
+  }
+
+  /** Group 1: the metrics and health servers. */
+  async #startServers(): Promise<void> {
     const metricsPort = await this.metricsServer.listen(
       this.#o.metricsBindAddress ?? DEFAULT_METRICS_BIND_ADDRESS,
     );
@@ -188,99 +226,93 @@ export class Manager {
       throw err;
     }
     this.logger.info({ metricsPort, healthPort, identity: this.identity }, 'manager starting');
+  }
+
+  /**
+   * Group 2: starts every informer and waits until all have synced. False
+   * when `stop` aborted first: a stop during the sync is graceful, not a failure.
+   */
+  async #startCaches(stop: AbortSignal, cacheStop: AbortSignal): Promise<boolean> {
+    this.informers.start(cacheStop);
     try {
-      this.informers.start(cacheStop.signal);
-      try {
-        await this.informers.waitForSync(stop, this.#o.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS);
-      } catch (err) {
-        // Stopped while the caches synced: a graceful stop, as documented, not a failure.
-        if (!stop.aborted) throw err;
-      }
-      if (stop.aborted) return;
-      this.#synced = true;
-      this.logger.info({ informers: this.informers.status().length }, 'caches synced');
-
-      const startAll = (leaderOnly: boolean, runSignal: AbortSignal, drainSignal: AbortSignal) => {
-        for (const r of this.#runnables.filter((x) => x.needLeaderElection === leaderOnly)) {
-          running.push(
-            r.start(runSignal, drainSignal).catch((err: unknown) => {
-              this.logger.error({ err, runnable: r.name }, 'runnable failed');
-            }),
-          );
-        }
-      };
-      startAll(false, runStop.signal, drain.signal);
-
-      const le = this.#o.leaderElection;
-      if (le?.enabled) {
-        const leaderStop = new AbortController();
-        this.#elector = new LeaderElector({
-          client: this.client,
-          namespace: le.namespace,
-          name: le.name,
-          identity: this.identity,
-          registry: this.registry,
-          logger: this.logger.child({ component: 'leader-election' }),
-          ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
-          ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
-          ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
-          onStartedLeading: (leading: AbortSignal) => {
-            this.#leading = true;
-            this.logger.info({ identity: this.identity }, 'became leader; starting leader-only controllers');
-            startAll(
-              true,
-              AbortSignal.any([runStop.signal, leading]),
-              AbortSignal.any([drain.signal, leading]),
-            );
-          },
-          onStoppedLeading: () => {
-            this.#leading = false;
-            leaderStop.abort();
-          },
-        });
-        // Nothing is written once the renew deadline passed, whatever the timers say (see
-        // LeaderElector.assertLeading): the leader-only work's writes go through this client.
-        const elector = this.#elector;
-        this.client.guardWrites(() => elector.assertLeading());
-        electing = this.#elector.run(electionStop.signal).catch((err: unknown) => {
-          if (err instanceof LeadershipLostError) {
-            lost = err;
-            this.logger.error({ err }, 'leadership lost; stopping all leader work now');
-            this.#stop.abort();
-          } else if (!electionStop.signal.aborted) {
-            this.logger.error({ err }, 'leader election failed');
-            this.#stop.abort();
-          }
-        });
-        this.#electionRunning = true;
-      } else {
-        this.#electionRunning = true;
-        this.#leading = true;
-        startAll(true, runStop.signal, drain.signal);
-      }
-
-      await new Promise<void>((resolve) =>
-        stop.aborted ? resolve() : stop.addEventListener('abort', () => resolve(), { once: true }),
-      );
-    } finally {
-      this.#synced = false;
-      this.logger.info(
-        { timeoutMs: drainTimeout },
-        'stopping: no new work; waiting for in-flight reconciles',
-      );
-      if (lost) drain.abort(lost);
-      const timer = setTimeout(() => drain.abort(new Error('graceful shutdown timed out')), drainTimeout);
-      runStop.abort();
-      await Promise.all(running);
-      clearTimeout(timer);
-      electionStop.abort();
-      await electing;
-      if (this.#elector && !lost) await this.#elector.release();
-      this.#leading = false;
-      cacheStop.abort();
-      await Promise.all([this.metricsServer.close(), this.health.close()]);
-      this.logger.info('manager stopped');
+      await this.informers.waitForSync(stop, this.#o.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS);
+    } catch (err) {
+      if (!stop.aborted) throw err;
     }
-    if (lost) throw lost;
+    if (stop.aborted) return false;
+    this.#synced = true;
+    this.logger.info({ informers: this.informers.status().length }, 'caches synced');
+    return true;
+  }
+
+  /**
+   * Groups 4 and 5: campaigns for the Lease and starts the leader-only group
+   * once leading, bound to that leadership; without leader election this
+   * replica leads from the start.
+   */
+  #campaign(electionStop: AbortSignal, drain: AbortSignal): void {
+    this.#electionRunning = true;
+    const le = this.#o.leaderElection;
+    if (!le?.enabled) {
+      this.#leading = true;
+      this.#leaderOnly.start(drain);
+      return;
+    }
+    const elector = new LeaderElector({
+      client: this.client,
+      namespace: le.namespace,
+      name: le.name,
+      identity: this.identity,
+      registry: this.registry,
+      logger: this.logger.child({ component: 'leader-election' }),
+      ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
+      ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
+      ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
+      onStartedLeading: (leading: AbortSignal) => {
+        this.#leading = true;
+        this.logger.info({ identity: this.identity }, 'became leader; starting leader-only controllers');
+        this.#leaderOnly.start(drain, leading);
+      },
+      onStoppedLeading: () => {
+        this.#leading = false;
+      },
+    });
+    this.#elector = elector;
+    // Nothing is written once the renew deadline passed, whatever the timers say (see
+    // LeaderElector.assertLeading): the leader-only work's writes go through this client.
+    this.client.guardWrites(() => elector.assertLeading());
+    this.#electing = elector.run(electionStop).catch((err: unknown) => {
+      if (err instanceof LeadershipLostError) {
+        this.#lost = err;
+        this.logger.error({ err }, 'leadership lost; stopping all leader work now');
+        this.#stop.abort();
+      } else if (!electionStop.aborted) {
+        this.logger.error({ err }, 'leader election failed');
+        this.#stop.abort();
+      }
+    });
+  }
+
+  /**
+   * The groups' stop order: leader-only and others drain together (the Lease
+   * still renewed), then the election ends and the Lease is released, then the
+   * caches stop, then the servers close.
+   */
+  async #shutdown(drain: AbortController, electionStop: AbortController, cacheStop: AbortController) {
+    this.#synced = false;
+    const drainTimeout = this.#o.gracefulShutdownTimeoutMs ?? DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS;
+    this.logger.info({ timeoutMs: drainTimeout }, 'stopping: no new work; waiting for in-flight reconciles');
+    if (this.#lost) drain.abort(this.#lost);
+    const timer = setTimeout(() => drain.abort(new Error('graceful shutdown timed out')), drainTimeout);
+    await Promise.all([this.#leaderOnly.stop(), this.#others.stop()]);
+    clearTimeout(timer);
+    electionStop.abort();
+    await this.#electing;
+    const release = this.#o.leaderElection?.releaseOnStop ?? true;
+    if (this.#elector && !this.#lost && release) await this.#elector.release();
+    this.#leading = false;
+    cacheStop.abort();
+    await Promise.all([this.metricsServer.close(), this.health.close()]);
+    this.logger.info('manager stopped');
   }
 }
