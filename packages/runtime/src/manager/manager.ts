@@ -39,6 +39,14 @@ export interface LeaderElectionConfig {
    * is set: a standby then leads only after the lease duration, as after a crash.
    */
   releaseOnStop?: boolean | undefined;
+  /**
+   * Sync the caches before campaigning (default true), so a takeover
+   * reconciles at once from them. False starts the caches, and the others
+   * group after them, only once leading: a cold standby, which lists
+   * everything after it won, is not ready until then and serves no webhook.
+   * It is there to compare takeover times, not to run.
+   */
+  warmStandby?: boolean | undefined;
 }
 
 export interface ManagerOptions {
@@ -74,7 +82,8 @@ export interface ManagerOptions {
  *  1. servers: metrics and health (closed again if start() fails);
  *  2. caches: every informer, waited for until synced; so a standby's caches
  *     are warm before it campaigns, and a takeover reconciles from them at
- *     once, with no fresh list;
+ *     once, with no fresh list (a cold standby, `warmStandby: false`, starts
+ *     groups 2 and 3 only once leading);
  *  3. others: runnables that need no leadership (webhook servers, controllers
  *     built with `needLeaderElection: false`), on every replica;
  *  4. the election (with leader election on);
@@ -106,6 +115,8 @@ export class Manager {
   /** Settles once the election has ended, lost or not (see #campaign). */
   #electing: Promise<void> | undefined;
   #lost: LeadershipLostError | undefined;
+  /** What ended a start whose caches sync only once leading (a cold standby's sync that timed out). */
+  #failure: Error | undefined;
 
   constructor(options: ManagerOptions = {}) {
     this.#o = options;
@@ -198,17 +209,37 @@ export class Manager {
     // replica can lead while this one still reconciles.
     const electionStop = new AbortController();
 
+    // Caches, then the others group, before the election, or (a cold standby) once leading.
+    const startCachesAndOthers = async (until: AbortSignal): Promise<boolean> => {
+      if (!(await this.#startCaches(until, cacheStop.signal))) return false;
+      this.#others.start(drain.signal);
+      return true;
+    };
+    const le = this.#o.leaderElection;
+    const warm = !le?.enabled || (le.warmStandby ?? true);
+
     await this.#startServers();
     try {
-      if (!(await this.#startCaches(stop, cacheStop.signal))) return;
-      this.#others.start(drain.signal);
-      this.#campaign(electionStop.signal, drain.signal);
+      if (warm && !(await startCachesAndOthers(stop))) return;
+      this.#campaign(electionStop.signal, async (leading) => {
+        if (!warm) {
+          try {
+            if (!(await startCachesAndOthers(leading ? AbortSignal.any([stop, leading]) : stop))) return;
+          } catch (err) {
+            this.#failure = err instanceof Error ? err : new Error(String(err));
+            this.#stop.abort();
+            return;
+          }
+        }
+        this.#leaderOnly.start(drain.signal, leading);
+      });
       await new Promise<void>((resolve) =>
         stop.aborted ? resolve() : stop.addEventListener('abort', () => resolve(), { once: true }),
       );
     } finally {
       await this.#shutdown(drain, electionStop, cacheStop);
     }
+    if (this.#failure) throw this.#failure;
     if (this.#lost) throw this.#lost;
   }
 
@@ -246,16 +277,16 @@ export class Manager {
   }
 
   /**
-   * Groups 4 and 5: campaigns for the Lease and starts the leader-only group
-   * once leading, bound to that leadership; without leader election this
-   * replica leads from the start.
+   * Group 4: campaigns for the Lease and calls `onLeading` with the
+   * leadership's signal once leading, which starts group 5; without leader
+   * election this replica leads from the start.
    */
-  #campaign(electionStop: AbortSignal, drain: AbortSignal): void {
+  #campaign(electionStop: AbortSignal, onLeading: (leading?: AbortSignal) => Promise<void>): void {
     this.#electionRunning = true;
     const le = this.#o.leaderElection;
     if (!le?.enabled) {
       this.#leading = true;
-      this.#leaderOnly.start(drain);
+      void onLeading();
       return;
     }
     const elector = new LeaderElector({
@@ -271,7 +302,7 @@ export class Manager {
       onStartedLeading: (leading: AbortSignal) => {
         this.#leading = true;
         this.logger.info({ identity: this.identity }, 'became leader; starting leader-only controllers');
-        this.#leaderOnly.start(drain, leading);
+        return onLeading(leading);
       },
       onStoppedLeading: () => {
         this.#leading = false;

@@ -2,7 +2,8 @@
 // process over 2,000 objects; the standby's caches sync before it
 // campaigns, so when the leader stops as a crash would (no release), the
 // standby reconciles from its warm cache and queue the moment it holds the
-// Lease, without listing anything anew.
+// Lease, without listing anything anew. A cold standby (warmStandby: false)
+// then takes over from it in turn, for comparison: it lists after winning.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { KubeClient, Kinds, retyped } from '@regulon/client';
@@ -73,7 +74,7 @@ async function itemLists(): Promise<number> {
 }
 
 /** One replica: a manager whose log lines are kept (with their times) and whose reconciles are recorded. */
-function replica(namespace: string, identity: string) {
+function replica(namespace: string, identity: string, { warmStandby = true } = {}) {
   const lines: Array<{ msg: string; at: number }> = [];
   const reconciled = new Set<string>();
   let firstReconcileAt: number | undefined;
@@ -99,6 +100,7 @@ function replica(namespace: string, identity: string) {
       ...LEASE,
       // Stopped, it leaves the Lease held until it expires, as a crashed process does.
       releaseOnStop: false,
+      warmStandby,
     },
   });
   managers.push(mgr);
@@ -120,12 +122,14 @@ function replica(namespace: string, identity: string) {
     allReconciledAt: () => allReconciledAt,
     loggedAt,
     relists: () => mgr.informers.status().reduce((sum, s) => sum + s.health.relists, 0),
+    /** From holding the Lease to the first reconcile, as this replica logged and recorded them. */
+    firstReconcileMs: () => firstReconcileAt! - loggedAt('became leader; starting leader-only controllers')!,
     run: mgr.start().catch((err: unknown) => err),
   };
 }
 
 test(
-  `a warm standby over ${OBJECTS} objects takes over from a crashed leader without a new LIST and reconciles within ${FIRST_RECONCILE_WITHIN_MS} ms of holding the Lease`,
+  `a warm standby over ${OBJECTS} objects takes over from a crashed leader without a new LIST and reconciles within ${FIRST_RECONCILE_WITHIN_MS} ms of holding the Lease; a cold one lists after it won`,
   { timeout: 60_000 },
   async (t) => {
     const ns = await env.newNamespace('rt-warm-takeover');
@@ -166,8 +170,7 @@ test(
     );
 
     const acquiredAt = standby.loggedAt('became leader; starting leader-only controllers');
-    const firstReconcileAt = standby.firstReconcileAt();
-    assert.ok(acquiredAt !== undefined && firstReconcileAt !== undefined);
+    assert.ok(acquiredAt !== undefined && standby.firstReconcileAt() !== undefined);
     const lease = await client.resource(retyped<Lease>(Kinds.Lease)).get('warm-takeover', { namespace: ns });
     assert.equal(lease.spec?.holderIdentity, 'standby');
     // Nobody listed Items from before the crash until every one was
@@ -176,19 +179,45 @@ test(
     assert.equal(await itemLists(), listsBefore, 'a LIST of Items during the takeover');
     assert.equal(standby.relists(), relistsBefore);
 
-    const syncStartedAt = standby.loggedAt('manager starting')!;
-    const syncedAt = standby.loggedAt('caches synced')!;
-    const firstReconcileMs = firstReconcileAt - acquiredAt;
+    const firstReconcileMs = standby.firstReconcileMs();
     t.diagnostic(
-      `takeover over ${OBJECTS} objects: crash to Lease held ${acquiredAt - crashedAt} ms ` +
-        `(lease ${LEASE.leaseDurationMs} ms); Lease held to first reconcile ${firstReconcileMs} ms (warm); ` +
+      `warm takeover over ${OBJECTS} objects: crash to Lease held ${acquiredAt - crashedAt} ms ` +
+        `(lease ${LEASE.leaseDurationMs} ms); Lease held to first reconcile ${firstReconcileMs} ms; ` +
         `to all ${OBJECTS} reconciled ${standby.allReconciledAt()! - acquiredAt} ms; ` +
-        `a cold takeover would first list and sync, which took this standby ${syncedAt - syncStartedAt} ms; ` +
         `LIST requests for Items before the crash ${listsBefore}, after it none`,
     );
     assert.ok(
       firstReconcileMs <= FIRST_RECONCILE_WITHIN_MS,
       `first reconcile ${firstReconcileMs} ms after holding the Lease`,
+    );
+
+    // For comparison, and to show the LIST count sees a takeover that lists: a
+    // cold standby campaigns with nothing listed and takes over from the warm one.
+    const cold = replica(ns, 'cold', { warmStandby: false });
+    await eventually(
+      'the cold standby campaigns',
+      () => cold.loggedAt('attempting to acquire leader lease') !== undefined,
+      20_000,
+    );
+    assert.equal(cold.loggedAt('caches synced'), undefined);
+    assert.equal(cold.controller.queue.len(), 0);
+    const listsBeforeCold = await itemLists();
+    standby.mgr.stop();
+    assert.equal(await standby.run, undefined);
+    await eventually(
+      'the cold standby took over and reconciled every object',
+      () => cold.reconciled.size === OBJECTS,
+      LEASE.leaseDurationMs + 20_000,
+    );
+    const coldAcquiredAt = cold.loggedAt('became leader; starting leader-only controllers')!;
+    const coldSyncedAt = cold.loggedAt('caches synced')!;
+    assert.ok(coldSyncedAt >= coldAcquiredAt, 'the cold standby synced only after it won');
+    const coldLists = (await itemLists()) - listsBeforeCold;
+    assert.ok(coldLists >= 1, 'the cold takeover listed');
+    t.diagnostic(
+      `cold takeover: Lease held to first reconcile ${cold.firstReconcileMs()} ms ` +
+        `(list and sync ${coldSyncedAt - coldAcquiredAt} ms, ${coldLists} LIST requests); ` +
+        `to all ${OBJECTS} reconciled ${cold.allReconciledAt()! - coldAcquiredAt} ms`,
     );
   },
 );
