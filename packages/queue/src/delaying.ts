@@ -66,14 +66,37 @@ export class DelayingQueue<T extends QueueKey = string> extends WorkQueue<T> {
     return this.#waiting.size;
   }
 
+  /**
+   * Also drops the matching items still waiting for their delay (or, in a
+   * RateLimitingQueue, for their retry); see {@link WorkQueue.removeWhere}.
+   */
+  override removeWhere(remove: (item: T) => boolean): T[] {
+    const removed = super.removeWhere(remove);
+    const seen = new Set(removed);
+    for (const [item, entry] of this.#byItem) {
+      if (!remove(item)) continue;
+      this.#waiting.remove(entry);
+      this.#byItem.delete(item);
+      if (!seen.has(item)) removed.push(item);
+    }
+    // The timer stays armed for the earliest ready time removed or not: firing with nothing
+    // due re-arms it for the next one. An empty heap needs no timer at all.
+    if (this.#waiting.size === 0) this.#disarm();
+    return removed;
+  }
+
   /** Also drops every item still waiting for its delay. */
   override shutDown(): void {
-    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
+    this.#disarm();
     this.#waiting.clear();
     this.#byItem.clear();
     super.shutDown();
+  }
+
+  #disarm(): void {
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
   }
 
   #arm(): void {

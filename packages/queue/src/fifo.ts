@@ -30,6 +30,16 @@ export class Fifo<T> {
     return value;
   }
 
+  /** Keeps, in order, only the values `keep` accepts; called once per value, front to back. */
+  retain(keep: (value: T) => boolean): void {
+    // Shifting every value once and pushing back the kept ones compacts in place: the
+    // buffer never grows, since each push follows the shift that made room for it.
+    for (let n = this.#size; n > 0; n--) {
+      const value = this.shift() as T;
+      if (keep(value)) this.push(value);
+    }
+  }
+
   #grow(): void {
     const old = this.#buf;
     const next = new Array<T | undefined>(old.length * 2);

@@ -42,6 +42,21 @@ export class IndexedHeap<E extends HeapEntry> {
     return top;
   }
 
+  /** Takes `entry` out of the heap, wherever it is: O(log n). */
+  remove(entry: E): void {
+    const items = this.#items;
+    const i = entry.index;
+    if (items[i] !== entry) return;
+    const last = items.pop() as E;
+    entry.index = -1;
+    if (last === entry) return;
+    items[i] = last;
+    last.index = i;
+    // The entry moved into the hole may belong above it or below it.
+    this.#up(i);
+    this.#down(last.index);
+  }
+
   /** Restores heap order after `entry`'s sort key decreased. */
   decreased(entry: E): void {
     this.#up(entry.index);

@@ -155,6 +155,13 @@ export class QueueMetrics<T> implements MetricsSource {
     this.#addTimes.set(item, this.#clock.now());
   }
 
+  /** An added item left the queue without being handed out (removeWhere). */
+  remove(item: T): void {
+    this.#depth--;
+    if (this.#detached) this.publishCounts();
+    this.#addTimes.delete(item);
+  }
+
   get(item: T): void {
     const now = this.#clock.now();
     this.#depth--;

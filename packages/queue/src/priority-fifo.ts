@@ -64,6 +64,26 @@ export class PriorityFifo<T> {
     throw new Error('PriorityFifo: size says an item is queued, but no line holds one');
   }
 
+  /**
+   * Takes every live item `remove` accepts out of the queue and returns them; the rest keep
+   * their order. O(queued items): for rare bulk removals (keys leaving a shard), not the hot path.
+   */
+  removeWhere(remove: (item: T) => boolean): T[] {
+    const removed: T[] = [];
+    for (const line of this.#lines) {
+      // Every copy of this line is visited, so the stale copies are all dropped on the way
+      // and the line leaves with none.
+      line.items.retain((item) => {
+        if (line.stale !== undefined && this.#skipStale(line, item)) return false;
+        if (!remove(item)) return true;
+        removed.push(item);
+        return false;
+      });
+    }
+    this.#size -= removed.length;
+    return removed;
+  }
+
   #skipStale(line: Line<T>, item: T): boolean {
     const stale = line.stale as Map<T, number>;
     const count = stale.get(item);

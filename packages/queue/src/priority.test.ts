@@ -4,31 +4,12 @@ import { setImmediate as drainMicrotasks } from 'node:timers/promises';
 import { FakeClock } from '@regulon/util';
 import { DelayingQueue } from './delaying.ts';
 import { DEFAULT_PRIORITY, LOW_PRIORITY, WorkQueue } from './queue.ts';
-import type { QueueKey } from './queue.ts';
 import { RateLimitingQueue } from './rate-limiting-queue.ts';
 import { BucketRateLimiter, ItemExponentialFailureRateLimiter } from './rate-limiters.ts';
+import { drain, getItem } from './testing.ts';
 
 const LOW = { priority: LOW_PRIORITY };
 const HIGH = { priority: 10 };
-
-async function getItem<T extends QueueKey>(q: WorkQueue<T>): Promise<T> {
-  const r = await q.get();
-  if (r.shutdown) assert.fail('expected an item, got shutdown');
-  return r.item;
-}
-
-// Takes and finishes every queued item, in hand-out order. Bounded, so a queue that keeps
-// handing out items fails the test instead of hanging it.
-async function drain<T extends QueueKey>(q: WorkQueue<T>): Promise<T[]> {
-  const items: T[] = [];
-  while (q.len() > 0) {
-    if (items.length > 1000) assert.fail(`queue never ran dry: ${items.slice(0, 10).join(', ')}...`);
-    const item = await getItem(q);
-    items.push(item);
-    q.done(item);
-  }
-  return items;
-}
 
 describe('WorkQueue priorities', () => {
   it('hands out higher priorities first, each priority in the order it was added', async () => {

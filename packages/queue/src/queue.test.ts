@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setImmediate as drainMicrotasks } from 'node:timers/promises';
 import { WorkQueue } from './queue.ts';
-import type { QueueKey } from './queue.ts';
+import { getItem } from './testing.ts';
 
 // Observes a promise without awaiting it, so a test can assert that it is *still pending*
 // after every already-resolved reaction has run (drainMicrotasks), with no timing involved.
@@ -13,12 +13,6 @@ function observe<T>(promise: Promise<T>): { settled: boolean; value: T | undefin
     state.value = value;
   });
   return state;
-}
-
-async function getItem<T extends QueueKey>(q: WorkQueue<T>): Promise<T> {
-  const r = await q.get();
-  if (r.shutdown) assert.fail('expected an item, got shutdown');
-  return r.item;
 }
 
 describe('WorkQueue', () => {

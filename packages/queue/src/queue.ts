@@ -125,6 +125,30 @@ export class WorkQueue<T extends QueueKey = string> {
     if (this.#processing.size === 0 && this.#shuttingDown) this.#stopped();
   }
 
+  /**
+   * Takes the items `remove` accepts out of service: each one waiting in the line is
+   * dropped, and each one being processed loses the add it received meanwhile (done() will
+   * not queue it again). Returns the removed items, each once.
+   *
+   * An item being processed stays so until its worker calls {@link done}: the queue cannot
+   * take work back from a worker, and the caller waits for it (a controller does). The
+   * removal is of what is pending now, not a filter on later adds: an item added again
+   * afterwards is queued as usual, and if it is still being processed it is dirty again and
+   * queued at done(), as client-go and controller-runtime do with any add during
+   * processing. A caller that must keep items out stops adding them itself.
+   */
+  removeWhere(remove: (item: T) => boolean): T[] {
+    const removed = this.#queue.removeWhere(remove);
+    for (const item of removed) this.#forgetAdd(item);
+    for (const item of this.#processing) {
+      if (this.#dirty.has(item) && remove(item)) {
+        this.#forgetAdd(item);
+        removed.push(item);
+      }
+    }
+    return removed;
+  }
+
   /** Number of items waiting to be handed out (not counting items being processed). */
   len(): number {
     return this.#queue.length;
@@ -181,6 +205,12 @@ export class WorkQueue<T extends QueueKey = string> {
     this.#dirty.delete(item);
     this.#metrics?.get(item);
     return { item, shutdown: false };
+  }
+
+  // Undoes the add that made `item` dirty: in the depth metric too, which counts dirty items.
+  #forgetAdd(item: T): void {
+    this.#dirty.delete(item);
+    this.#metrics?.remove(item);
   }
 
   // Called right after an item is queued: a waiting getter, if any, gets it immediately, so

@@ -31,6 +31,16 @@ export class RateLimitingQueue<T extends QueueKey = string> extends DelayingQueu
     this.addAfter(item, this.rateLimiter.when(item), options);
   }
 
+  /**
+   * Also clears the failure history of the removed items: it would otherwise stay in the
+   * limiter for keys that may never come back (a shard handed to another process).
+   */
+  override removeWhere(remove: (item: T) => boolean): T[] {
+    const removed = super.removeWhere(remove);
+    for (const item of removed) this.rateLimiter.forget(item);
+    return removed;
+  }
+
   /** Clears `item`'s failure history, typically after it was processed successfully. */
   forget(item: T): void {
     this.rateLimiter.forget(item);
