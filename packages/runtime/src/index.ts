@@ -7,6 +7,8 @@ export {
   INITIAL_LIST_PRIORITY,
 } from './reconcile/controller.ts';
 export type { ControllerOptions, Runnable } from './reconcile/controller.ts';
+export { ALL_KEYS, bucketOfKey, UNOWNED_KEYS_DROPPED_METRIC_NAME } from './reconcile/owned-keys.ts';
+export type { DroppedAt, OwnedKeys } from './reconcile/owned-keys.ts';
 export { ControllerBuilder } from './builder/builder.ts';
 export { ObjectReconciler } from './reconcile/object-reconciler.ts';
 export type {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { EventHandler, Informer } from '@regulon/cache';
+import { bucketOf, type EventHandler, type Informer } from '@regulon/cache';
 import { Kinds, type KubeObject } from '@regulon/client';
 import { FakeClock, ItemExponentialFailureRateLimiter } from '@regulon/queue';
 import { pino } from 'pino';
@@ -8,6 +8,8 @@ import { Registry } from 'prom-client';
 import { enqueueControllerOwner, enqueueObject } from '../builder/handlers.ts';
 import type { CacheReader } from './context.ts';
 import { Controller } from './controller.ts';
+import { UNOWNED_KEYS_DROPPED_METRIC_NAME, bucketOfKey } from './owned-keys.ts';
+import { requestKey, type Request, type Result } from './reconcile.ts';
 
 test('workers yield to the event loop between reconciles that send no request', async () => {
   const items = 200;
@@ -294,3 +296,151 @@ test(
     await running;
   },
 );
+
+/** A reconciler whose reconciles of the `held` keys stay open until the test opens them; it records every start in order. */
+function gatedReconciler(held: string[], result: Result = {}) {
+  const starts: string[] = [];
+  const gates = new Map(
+    held.map((key) => {
+      let open!: () => void;
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      let enter!: () => void;
+      const entered = new Promise<void>((resolve) => (enter = resolve));
+      return [key, { open, opened, enter, entered }] as const;
+    }),
+  );
+  const waiters: Array<{ key: string; times: number; resolve: () => void }> = [];
+  const count = (key: string) => starts.filter((k) => k === key).length;
+  const reconciler = {
+    async reconcile(req: Request): Promise<Result> {
+      const key = requestKey(req);
+      starts.push(key);
+      for (const w of waiters.filter((w) => w.key === key && count(key) >= w.times)) w.resolve();
+      const gate = gates.get(key);
+      if (gate !== undefined) {
+        gate.enter();
+        await gate.opened;
+        return result;
+      }
+      return {};
+    },
+  };
+  /** Resolves once `key` has started `times` reconciles in all. */
+  const started = (key: string, times = 1) =>
+    new Promise<void>((resolve) => {
+      if (count(key) >= times) resolve();
+      else waiters.push({ key, times, resolve });
+    });
+  return { reconciler, starts, gate: (key: string) => gates.get(key)!, started };
+}
+
+/** Whether `promise` has settled once every reaction already due has run. */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void promise.then(() => (done = true));
+  for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+  return done;
+}
+
+const inNamespace = (namespace: string, name: string): KubeObject => ({
+  metadata: { namespace, name, resourceVersion: '1' },
+});
+
+async function droppedCounts(registry: Registry, controller: string): Promise<Record<string, number>> {
+  const metric = registry.getSingleMetric(UNOWNED_KEYS_DROPPED_METRIC_NAME);
+  const counts: Record<string, number> = {};
+  for (const { labels, value } of (await metric?.get())?.values ?? [])
+    if (labels['controller'] === controller) counts[String(labels['at'])] = value;
+  return counts;
+}
+
+test(
+  'setOwnedKeys waits for the running reconcile of a key it takes away and for no other; such keys are dropped during and after, and come back when owned again',
+  { timeout: 10_000 },
+  async () => {
+    const clock = new FakeClock();
+    const registry = new Registry();
+    const r = gatedReconciler(['a/slow', 'b/slow'], { requeueAfter: 10 });
+    const controller = new Controller({
+      name: 'owned-keys',
+      reconciler: r.reconciler,
+      logger: pino({ level: 'silent' }),
+      registry,
+      clock,
+      maxConcurrentReconciles: 2,
+    });
+    const source = stubInformer();
+    controller.watch(source.informer, enqueueObject);
+    for (const [ns, name] of [
+      ['a', 'slow'],
+      ['b', 'slow'],
+      ['a', '1'],
+      ['a', '2'],
+      ['b', '1'],
+    ] as const)
+      source.added(inNamespace(ns, name), true);
+    const stop = new AbortController();
+    const running = controller.start(stop.signal);
+    await r.gate('a/slow').entered;
+    await r.gate('b/slow').entered;
+
+    const release = controller.setOwnedKeys((key) => !key.startsWith('a/'));
+    const startsAtRelease = r.starts.length;
+    // Adds during the release: a new object, a change to the one in flight (its dirty re-add).
+    source.added(inNamespace('a', '3'), false);
+    source.updated(inNamespace('a', 'slow'), inNamespace('a', 'slow'));
+    assert.equal(await settled(release), false, 'a/slow is still running');
+
+    r.gate('a/slow').open();
+    await release;
+    assert.equal(await settled(r.gate('b/slow').opened), false, 'the release did not wait for b/slow');
+    clock.advance(100); // a/slow's requeueAfter would be due now
+
+    // Other keys flow on: b/slow finishes (its requeue stays), b/1 runs, a new b/2 runs.
+    r.gate('b/slow').open();
+    await r.started('b/1');
+    source.added(inNamespace('b', '2'), false);
+    await r.started('b/2');
+    // Adds after the release: an event, and a direct queue add the workers meet.
+    source.added(inNamespace('a', '4'), false);
+    controller.queue.add('a/direct');
+    source.updated(inNamespace('b', '1'), inNamespace('b', '1'));
+    await r.started('b/1', 2);
+
+    assert.deepEqual(r.starts.slice(0, startsAtRelease).sort(), ['a/slow', 'b/slow']);
+    assert.deepEqual(
+      r.starts.slice(startsAtRelease).filter((key) => key.startsWith('a/')),
+      [],
+      `keys of a reconciled after the release: ${r.starts.slice(startsAtRelease).join(', ')}`,
+    );
+    assert.deepEqual(await droppedCounts(registry, 'owned-keys'), {
+      // a/3, a/slow's update, a/4
+      event: 3,
+      // a/slow's requeueAfter
+      requeue: 1,
+      // a/1 and a/2 taken out of the queue, a/direct found by a worker
+      queue: 3,
+    });
+
+    // Owned again: nothing is queued by that alone, the next list brings the keys back.
+    await controller.setOwnedKeys(() => true);
+    source.added(inNamespace('a', '1'), true);
+    await r.started('a/1');
+    assert.equal(r.starts.filter((key) => key === 'a/1').length, 1);
+    stop.abort();
+    await running;
+  },
+);
+
+test('bucketOfKey hashes the namespace of a key as the server does, and "" for a cluster-scoped key', () => {
+  for (const count of [1, 16, 64]) {
+    assert.equal(bucketOfKey('team-a/db-0', count), bucketOf(inNamespace('team-a', 'x'), 'namespace', count));
+    assert.equal(bucketOfKey('team-a/other', count), bucketOfKey('team-a/db-0', count));
+    assert.equal(
+      bucketOfKey('node-1', count),
+      bucketOf({ metadata: { name: 'node-1' } }, 'namespace', count),
+    );
+  }
+  // FNV-1a's offset basis 0xcbf29ce484222325 lies in the fourth quarter of the hash space.
+  assert.equal(bucketOfKey('cluster-scoped', 4), 3);
+});

@@ -13,13 +13,14 @@ import {
   type RateLimiter,
 } from '@regulon/queue';
 import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
 import { lazyChild } from '../observability/logging.ts';
 import {
   controllerMetrics,
   type ControllerMetrics,
   type ReconcileResultLabel,
 } from '../observability/metrics.ts';
+import { ALL_KEYS, unownedKeysDropped, type DroppedAt, type OwnedKeys } from './owned-keys.ts';
 import type { Predicate } from './predicates.ts';
 import {
   isTerminalError,
@@ -98,6 +99,11 @@ export class Controller implements Runnable {
   readonly #unsubscribe: Array<() => void> = [];
   /** Objects that requests wait for by name (ReconcileContext.waitFor). */
   readonly #waits = new NameWaits();
+  /** The keys this controller works on: see setOwnedKeys. */
+  #owns: OwnedKeys = ALL_KEYS;
+  /** The reconciles running now, by key (one per key at most), each settled once its key is done. */
+  readonly #inFlight = new Map<string, Promise<void>>();
+  readonly #dropped: Counter<'controller' | 'at'>;
   #started = false;
   /** Aborted to cancel in-flight reconciles (forced stop, lost leadership). */
   #hardStop = new AbortController();
@@ -130,6 +136,54 @@ export class Controller implements Runnable {
     this.#metrics.reconcileErrors.inc({ controller: this.name }, 0);
     this.#metrics.terminalErrors.inc({ controller: this.name }, 0);
     this.#metrics.panics.inc({ controller: this.name }, 0);
+    this.#dropped = unownedKeysDropped(options.registry);
+    for (const at of ['event', 'requeue', 'queue'] as const)
+      this.#dropped.inc({ controller: this.name, at }, 0);
+  }
+
+  /**
+   * Sets which keys this controller works on: all of them until this is called. A key it
+   * does not own is neither added nor dequeued from then on (each add is dropped, counted in
+   * `regulon_controller_unowned_keys_dropped_total` and logged at debug), its queued,
+   * delayed and rate-limited adds are removed, and the requeue a running reconcile of it
+   * asks for is dropped. Resolves once every reconcile of such a key that was running has
+   * finished; none starts after that (and none of them is aborted: a caller that cannot wait
+   * aborts them by stopping the controller). A sharded manager calls this when it hands a
+   * bucket over, and the bucket's Lease is released after the promise resolves.
+   *
+   * Keys it owns again are not queued by this call: the queue no longer holds them, and the
+   * informer's next list (a relist, or the fresh list a new owner starts from) adds them.
+   *
+   * One predicate, replaced as a whole, rather than a release(scope)/accept(scope) pair:
+   * the owner of the buckets holds the set of buckets it owns and passes
+   * `key => owned.has(bucketOfKey(key, count))`, which costs one hash and one lookup per
+   * add; a pair would have to stack scopes (release A, accept part of A, release B…)
+   * whose order decides each key, growing with every hand-over for the process's life.
+   * `owns` may read state that changes (that set): it is consulted on every add and
+   * dequeue, and changes take effect on them at once; call this again after a change that
+   * takes keys away, to clear the queue and wait for their reconciles.
+   */
+  setOwnedKeys(owns: OwnedKeys): Promise<void> {
+    this.#owns = owns;
+    const removed = this.queue.removeWhere((key) => !owns(key));
+    if (removed.length > 0) {
+      this.#dropped.inc({ controller: this.name, at: 'queue' }, removed.length);
+      this.#log.debug({ keys: removed.length }, 'removed queued keys this controller no longer owns');
+    }
+    const leaving = [...this.#inFlight].filter(([key]) => !owns(key)).map(([, settled]) => settled);
+    return Promise.all(leaving).then(() => undefined);
+  }
+
+  /** Whether the controller owns `key`; if not, counts and logs the drop at `at`. */
+  #owned(key: string, at: DroppedAt): boolean {
+    if (this.#owns(key)) return true;
+    this.#dropped.inc({ controller: this.name, at });
+    this.#log.debug({ key, at }, 'dropped a key this controller does not own');
+    return false;
+  }
+
+  #add(key: string, options?: AddOptions): void {
+    if (this.#owned(key, 'event')) this.queue.add(key, options);
   }
 
   /**
@@ -149,10 +203,10 @@ export class Controller implements Runnable {
   ): void {
     const enqueue = (objs: T[], options?: AddOptions) => {
       const keys = new Set(objs.flatMap((obj) => map(obj).map(requestKey)));
-      for (const key of keys) this.queue.add(key, options);
+      for (const key of keys) this.#add(key, options);
     };
     const wake = (obj: T, options?: AddOptions) => {
-      if (type) for (const key of this.#waits.waiters(type, obj)) this.queue.add(key, options);
+      if (type) for (const key of this.#waits.waiters(type, obj)) this.#add(key, options);
     };
     this.#unsubscribe.push(
       informer.addEventHandler({
@@ -208,11 +262,11 @@ export class Controller implements Runnable {
         this.queue.done(next.item);
         return;
       }
-      try {
-        await this.#process(next.item);
-      } finally {
-        this.queue.done(next.item);
-      }
+      const key = next.item;
+      // Checked after the take, with no await before the reconcile is registered as in
+      // flight: a setOwnedKeys() in between either sees it running or stops it here.
+      if (this.#owned(key, 'queue')) await this.#processInFlight(key);
+      else this.queue.done(key);
       // A reconcile that finds everything converged sends no request and so
       // finishes within microtasks; workers chaining such reconciles would
       // keep the microtask queue busy and starve I/O. Other workers' write
@@ -220,6 +274,20 @@ export class Controller implements Runnable {
       // at 2,000 Databases, while a Go worker pool runs in parallel threads).
       // Yielding to the event loop after each item lets them in.
       await setImmediate();
+    }
+  }
+
+  /** Processes `key`, registered as in flight until the queue is done with it. */
+  async #processInFlight(key: string): Promise<void> {
+    let settle!: () => void;
+    this.#inFlight.set(key, new Promise<void>((resolve) => (settle = resolve)));
+    try {
+      await this.#process(key);
+    } finally {
+      // Done before settled: whoever waits for the key finds it out of the queue's hands.
+      this.queue.done(key);
+      this.#inFlight.delete(key);
+      settle();
     }
   }
 
@@ -257,11 +325,11 @@ export class Controller implements Runnable {
             })) ?? {};
           if (result.requeueAfter !== undefined && result.requeueAfter > 0) {
             this.queue.forget(key);
-            this.queue.addAfter(key, result.requeueAfter);
+            if (this.#owned(key, 'requeue')) this.queue.addAfter(key, result.requeueAfter);
             outcome = 'requeue_after';
             span.setAttribute('regulon.requeue_after_ms', result.requeueAfter);
           } else if (result.requeue) {
-            this.queue.addRateLimited(key);
+            this.#retry(key);
             outcome = 'requeue';
           } else {
             this.queue.forget(key);
@@ -280,7 +348,7 @@ export class Controller implements Runnable {
             log.error({ err: error }, 'reconcile failed with a terminal error; not retrying');
           } else {
             if (isPanic(err)) this.#metrics.panics.inc(labels);
-            this.queue.addRateLimited(key);
+            this.#retry(key);
             log.error(
               { err: error, retries: this.queue.numRequeues(key) },
               'reconcile failed; retrying with backoff',
@@ -297,5 +365,11 @@ export class Controller implements Runnable {
         span.end();
       },
     );
+  }
+
+  /** Retries `key` with backoff; a key no longer owned instead forgets its failures. */
+  #retry(key: string): void {
+    if (this.#owned(key, 'requeue')) this.queue.addRateLimited(key);
+    else this.queue.forget(key);
   }
 }
