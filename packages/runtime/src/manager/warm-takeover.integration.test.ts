@@ -13,6 +13,7 @@ import { Type } from 'typebox';
 import type { Lease } from '../election/leader-election.ts';
 import { createLogger } from '../observability/logging.ts';
 import { parsePrometheusText } from '../testing/prometheus.ts';
+import { forEachConcurrently, indices } from '../testing/concurrently.ts';
 import { eventually } from '../testing/wait.ts';
 import type { Manager } from './manager.ts';
 import { testManager } from './test-manager.ts';
@@ -134,12 +135,8 @@ test(
   async (t) => {
     const ns = await env.newNamespace('rt-warm-takeover');
     const items = client.resource(Item);
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CREATE_CONCURRENCY }, async () => {
-        for (let i = next++; i < OBJECTS; i = next++)
-          await items.create(Item.object({ metadata: { name: `item-${i}`, namespace: ns }, spec: { i } }));
-      }),
+    await forEachConcurrently(indices(OBJECTS), CREATE_CONCURRENCY, (i) =>
+      items.create(Item.object({ metadata: { name: `item-${i}`, namespace: ns }, spec: { i } })),
     );
 
     const leader = replica(ns, 'leader');

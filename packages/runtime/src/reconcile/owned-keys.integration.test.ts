@@ -10,6 +10,7 @@ import { start, type TestEnv } from '@regulon/testenv';
 import { createLogger } from '../observability/logging.ts';
 import type { Manager } from '../manager/manager.ts';
 import { testManager } from '../manager/test-manager.ts';
+import { forEachConcurrently } from '../testing/concurrently.ts';
 import { eventually } from '../testing/wait.ts';
 import { predicate } from './predicates.ts';
 import { UNOWNED_KEYS_DROPPED_METRIC_NAME, bucketOfKey } from './owned-keys.ts';
@@ -41,14 +42,8 @@ after(async () => {
 });
 
 /** Runs `fn` over `items`, `WRITE_CONCURRENCY` at a time. */
-async function forEach<T>(items: readonly T[], fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: WRITE_CONCURRENCY }, async () => {
-      for (let i = next++; i < items.length; i = next++) await fn(items[i]!);
-    }),
-  );
-}
+const forEach = <T>(items: readonly T[], fn: (item: T) => Promise<unknown>): Promise<void> =>
+  forEachConcurrently(items, WRITE_CONCURRENCY, fn);
 
 /** `count` test namespaces whose keys fall in `count` different buckets. */
 async function namespacesInDistinctBuckets(count: number): Promise<string[]> {

@@ -10,6 +10,7 @@ import { start, type TestEnv } from '@regulon/testenv';
 import { createLogger } from '../observability/logging.ts';
 import type { Manager } from '../manager/manager.ts';
 import { testManager } from '../manager/test-manager.ts';
+import { forEachConcurrently, indices } from '../testing/concurrently.ts';
 import { eventually } from '../testing/wait.ts';
 
 /** Objects present before the controller starts. */
@@ -46,12 +47,8 @@ test(
   async (t) => {
     const ns = await env.newNamespace('rt-priority');
     const cms = client.resource<V1ConfigMap>(Kinds.ConfigMap);
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CREATE_CONCURRENCY }, async () => {
-        for (let i = next++; i < OBJECTS; i = next++)
-          await cms.create({ metadata: { name: name(i), namespace: ns }, data: { v: 'old' } });
-      }),
+    await forEachConcurrently(indices(OBJECTS), CREATE_CONCURRENCY, (i) =>
+      cms.create({ metadata: { name: name(i), namespace: ns }, data: { v: 'old' } }),
     );
     // Listed by name, the last object is the one a FIFO queue would reconcile last.
     const changed = name(OBJECTS - 1);
