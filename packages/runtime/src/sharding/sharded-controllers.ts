@@ -1,0 +1,87 @@
+// The controllers of a sharded manager (issue 39): they run on every replica, and each
+// replica works only on the keys of the buckets it owns through a BucketOwnership.
+//
+// Keys are hashed by namespace (bucketOfKey), not by uid. An owner and the children its
+// reconcile reads and writes share a namespace (Kubernetes owner references cannot cross
+// namespaces), so they land in one bucket, on one replica, and that replica's cache and
+// queue see both; by uid an owner's children would fall in other buckets, on other replicas.
+// The cost: one namespace is never spread over replicas, so a hot namespace is one replica's
+// load whatever the replica count, and every cluster-scoped object hashes the namespace ''
+// into one and the same bucket. The API server's shardSelector can hash the namespace too, so
+// a replica's caches can later hold its buckets' namespaces only (issue 39, step 4).
+import { bucketOfKey, type OwnedKeys } from '../reconcile/owned-keys.ts';
+import { currentReconcile } from '../reconcile/current-reconcile.ts';
+import type { Controller } from '../reconcile/controller.ts';
+import { BucketOwnership, type BucketOwnershipOptions } from './bucket-ownership.ts';
+
+export type ShardedControllersOptions = Omit<BucketOwnershipOptions, 'onAcquired' | 'onRevoked'>;
+
+/**
+ * Hands keys to a replica's sharded controllers as its BucketOwnership acquires and gives up
+ * buckets:
+ *  - a bucket acquired joins the owned set, every controller owns its keys from then on, and
+ *    the keys of the bucket's objects already in the (warm) caches are queued at the initial
+ *    list's low priority, because the queue dropped them while another replica owned them;
+ *  - a bucket given up leaves the set, and every controller's setOwnedKeys is awaited before
+ *    onRevoked returns: the Lease is released only after none of its keys is queued or being
+ *    reconciled here;
+ *  - a write made by a reconcile of a key whose bucket this replica does not own (any more)
+ *    is refused by guardWrite, even in a process resumed after a freeze (assertOwns).
+ */
+export class ShardedControllers {
+  readonly ownership: BucketOwnership;
+  readonly #controllers: Controller[] = [];
+  readonly #names = new Set<string>();
+  readonly #owned = new Set<number>();
+  readonly #buckets: number;
+  /** The one predicate every controller is given; it reads #owned, which changes. */
+  readonly #owns: OwnedKeys;
+
+  constructor(options: ShardedControllersOptions) {
+    this.ownership = new BucketOwnership({
+      ...options,
+      onAcquired: (bucket) => this.#acquired(bucket),
+      onRevoked: (bucket) => this.#revoked(bucket),
+    });
+    this.#buckets = this.ownership.bucketCount;
+    this.#owns = (key) => this.#owned.has(bucketOfKey(key, this.#buckets));
+  }
+
+  /** Shards `controller`: it works on no key until this replica owns a bucket. */
+  add(controller: Controller): void {
+    this.#controllers.push(controller);
+    this.#names.add(controller.name);
+    void controller.setOwnedKeys(this.#owns);
+  }
+
+  /** The buckets whose keys the controllers work on now. */
+  owned(): ReadonlySet<number> {
+    return this.#owned;
+  }
+
+  /**
+   * For KubeClient.guardWrites: throws BucketNotOwnedError when the code running now is a
+   * reconcile of one of these controllers for a key whose bucket this replica does not own.
+   * Writes outside a reconcile (Lease renewals, other runnables) and by unsharded
+   * controllers pass.
+   */
+  guardWrite(): void {
+    const reconcile = currentReconcile();
+    if (!reconcile || !this.#names.has(reconcile.controller)) return;
+    this.ownership.assertOwns(bucketOfKey(reconcile.key, this.#buckets));
+  }
+
+  #acquired(bucket: number): void {
+    this.#owned.add(bucket);
+    const inBucket: OwnedKeys = (key) => bucketOfKey(key, this.#buckets) === bucket;
+    for (const controller of this.#controllers) {
+      void controller.setOwnedKeys(this.#owns);
+      controller.enqueueCached(inBucket);
+    }
+  }
+
+  async #revoked(bucket: number): Promise<void> {
+    this.#owned.delete(bucket);
+    await Promise.all(this.#controllers.map((c) => c.setOwnedKeys(this.#owns)));
+  }
+}
