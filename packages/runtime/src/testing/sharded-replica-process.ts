@@ -4,8 +4,10 @@
 // annotation reconciled-v unless it is there already; it takes $RECONCILE_MS, or
 // $SLOW_RECONCILE_MS for an object whose data.slow is "true" (so that a test can freeze the
 // process in the middle of one). Prints one JSON line per event on stdout: owned (the
-// buckets, whenever they change), reconcile-start (slow, pending: it will write), reconcile (start, end, v, attemptAt: when
-// the write was attempted, wrote, refused: the write guard refused it), exit.
+// buckets, whenever they change), reconcile-start (slow; pending: it will write), reconcile
+// (start, end, v, attemptAt: when the write was attempted, wrote, refused: the write guard
+// refused it), exit. Logs go to stderr at $LOG_LEVEL, default fatal: the freezes and kills
+// the tests make log errors that are expected.
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
 import type { DestinationStream } from 'pino';
