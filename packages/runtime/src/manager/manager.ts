@@ -45,7 +45,7 @@ export interface LeaderElectionConfig {
    * reconciles at once from them. False starts the caches, and the others
    * group after them, only once leading: a cold standby, which lists
    * everything after it won, is not ready until then and serves no webhook.
-   * It is there to compare takeover times, not to run.
+   * It is there to compare takeover times, not to run, and not with `sharding`.
    */
   warmStandby?: boolean | undefined;
 }
@@ -169,6 +169,11 @@ export class Manager {
     this.#leaderOnly = new RunnableGroup('leader-only', this.logger);
     this.#sharded = new RunnableGroup('sharded', this.logger);
     const sharding = options.sharding;
+    if (sharding && options.leaderElection?.enabled && options.leaderElection.warmStandby === false) {
+      // A cold standby starts its caches only once leading: its sharded controllers, which
+      // run on every replica, would have nothing to reconcile from.
+      throw new Error('manager: sharding needs warm caches on every replica (leaderElection.warmStandby)');
+    }
     if (sharding) {
       this.#sharding = new ShardedControllers({
         client: this.client,
