@@ -9,7 +9,9 @@ import { EventRecorder } from '../events/events.ts';
 import { defaultIdentity, LeaderElector, LeadershipLostError } from '../election/leader-election.ts';
 import { createLogger } from '../observability/logging.ts';
 import { registerProcessMetrics } from '../observability/metrics.ts';
+import type { CacheSource } from '../reconcile/cache-source.ts';
 import { ShardedControllers } from '../sharding/sharded-controllers.ts';
+import { ShardedSource } from '../sharding/sharded-source.ts';
 import { RunnableGroup } from './runnable-group.ts';
 import { HealthServer, MetricsServer } from './servers.ts';
 import { runtimeTracer } from '../observability/tracing.ts';
@@ -69,6 +71,14 @@ export interface ShardingConfig {
   leaseDurationMs?: number | undefined;
   renewDeadlineMs?: number | undefined;
   retryPeriodMs?: number | undefined;
+  /**
+   * Off by default: every replica caches every object, so a bucket changes hands warm. On,
+   * the sharded controllers' caches of namespaced kinds hold the owned buckets' objects
+   * only (the API server cuts them with the ShardedListAndWatch gate, the client otherwise):
+   * memory about 1/N per replica, but a bucket acquired is listed before its keys are
+   * reconciled. See ShardedSource.
+   */
+  shardCaches?: boolean | undefined;
 }
 
 export interface ManagerOptions {
@@ -143,6 +153,8 @@ export class Manager {
   /** Sharded mode only: the controllers that divide the key space, and their buckets. */
   readonly #sharded: RunnableGroup;
   readonly #sharding: ShardedControllers | undefined;
+  /** ShardingConfig.shardCaches: one source per kind and metadata-only flag. */
+  readonly #shardedSources = new Map<string, ShardedSource<KubeObject>>();
   readonly #stop = new AbortController();
   #synced = false;
   #electionRunning = false;
@@ -186,6 +198,7 @@ export class Manager {
         retryPeriodMs: sharding.retryPeriodMs,
         logger: this.logger.child({ component: 'sharding' }),
         registry: this.registry,
+        cacheSyncTimeoutMs: options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS,
       });
       this.#installWriteGuard();
     }
@@ -218,6 +231,34 @@ export class Manager {
       ...(this.#o.namespace && type.namespaced ? { namespace: this.#o.namespace } : {}),
       ...(opts.indexers && Object.keys(opts.indexers).length ? { indexers: opts.indexers } : {}),
     });
+  }
+
+  /**
+   * What a controller reads `type` through (ControllerHost): the shared informer, except for
+   * a sharded controller's namespaced kind when `sharding.shardCaches` is on, which reads a
+   * ShardedSource of the owned buckets, shared by every sharded controller.
+   */
+  controllerCache<T extends KubeObject>(
+    type: ResourceType<T>,
+    opts: { indexers?: Record<string, (obj: T) => string[]>; needLeaderElection: boolean },
+  ): CacheSource<T> {
+    const sharding = this.#sharding;
+    if (!sharding || !this.#o.sharding?.shardCaches || !opts.needLeaderElection || !type.namespaced)
+      return this.informerFor(type, opts);
+    const key = `${type.group}/${type.kind}${type.metadataOnly ? ' (metadata only)' : ''}`;
+    let source = this.#shardedSources.get(key) as ShardedSource<T> | undefined;
+    if (!source) {
+      source = new ShardedSource<T>({
+        factory: this.informers,
+        type,
+        namespace: this.#o.namespace,
+        buckets: sharding.ownership.bucketCount,
+      });
+      this.#shardedSources.set(key, source as unknown as ShardedSource<KubeObject>);
+      sharding.addSource(source as unknown as ShardedSource<KubeObject>);
+    }
+    if (opts.indexers) source.addIndexers(opts.indexers);
+    return source;
   }
 
   /** Starts building a controller named `name` (used in metrics, logs and traces). */
@@ -439,6 +480,7 @@ export class Manager {
       this.#sharded.stop(),
       this.#sharding?.ownership.release(),
     ]);
+    this.#sharding?.stop();
     clearTimeout(timer);
     electionStop.abort();
     await this.#electing;

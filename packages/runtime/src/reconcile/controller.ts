@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import { SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
-import type { Informer } from '@regulon/cache';
 import type { KubeObject, ResourceType } from '@regulon/client';
 import {
   LOW_PRIORITY,
@@ -20,6 +19,7 @@ import {
   type ControllerMetrics,
   type ReconcileResultLabel,
 } from '../observability/metrics.ts';
+import type { CacheSource } from './cache-source.ts';
 import { runAsReconcile } from './current-reconcile.ts';
 import { ALL_KEYS, unownedKeysDropped, type DroppedAt, type OwnedKeys } from './owned-keys.ts';
 import type { Predicate } from './predicates.ts';
@@ -210,7 +210,7 @@ export class Controller implements Runnable {
    * {@link INITIAL_LIST_PRIORITY}, every other event at the default priority.
    */
   watch<T extends KubeObject>(
-    informer: Informer<T>,
+    informer: CacheSource<T>,
     map: (obj: T) => Request[],
     predicates: Predicate<T>[] = [],
     type?: ResourceType,

@@ -12,9 +12,15 @@
 import { bucketOfKey, type OwnedKeys } from '../reconcile/owned-keys.ts';
 import { currentReconcile } from '../reconcile/current-reconcile.ts';
 import type { Controller } from '../reconcile/controller.ts';
+import type { KubeObject } from '@regulon/client';
+import type { Logger } from '@regulon/util';
 import { BucketOwnership, type BucketOwnershipOptions } from './bucket-ownership.ts';
+import type { ShardedSource } from './sharded-source.ts';
 
-export type ShardedControllersOptions = Omit<BucketOwnershipOptions, 'onAcquired' | 'onRevoked'>;
+export type ShardedControllersOptions = Omit<BucketOwnershipOptions, 'onAcquired' | 'onRevoked'> & {
+  /** Gives up an informer swap whose new informer has not synced by then (the old one keeps serving). */
+  cacheSyncTimeoutMs: number;
+};
 
 /**
  * Hands keys to a replica's sharded controllers as its BucketOwnership acquires and gives up
@@ -36,10 +42,20 @@ export class ShardedControllers {
   readonly #buckets: number;
   /** The one predicate every controller is given; it reads #owned, which changes. */
   readonly #owns: OwnedKeys;
+  /** The caches that hold the owned buckets' objects only (ShardingConfig.shardCaches). */
+  readonly #sources: Array<ShardedSource<KubeObject>> = [];
+  /** The swaps of #sources, one after the other; each follows the owned set as it is then. */
+  #resharding: Promise<void> = Promise.resolve();
+  readonly #stop = new AbortController();
+  readonly #log: Logger | undefined;
+  readonly #cacheSyncTimeoutMs: number;
 
   constructor(options: ShardedControllersOptions) {
+    const { cacheSyncTimeoutMs, ...ownership } = options;
+    this.#log = options.logger;
+    this.#cacheSyncTimeoutMs = cacheSyncTimeoutMs;
     this.ownership = new BucketOwnership({
-      ...options,
+      ...ownership,
       onAcquired: (bucket) => this.#acquired(bucket),
       onRevoked: (bucket) => this.#revoked(bucket),
     });
@@ -52,6 +68,16 @@ export class ShardedControllers {
     this.#controllers.push(controller);
     this.#names.add(controller.name);
     void controller.setOwnedKeys(this.#owns);
+  }
+
+  /** Makes `source` follow the owned buckets. */
+  addSource(source: ShardedSource<KubeObject>): void {
+    this.#sources.push(source);
+  }
+
+  /** Stops following: no swap starts from now on. */
+  stop(): void {
+    this.#stop.abort();
   }
 
   /** The buckets whose keys the controllers work on now. */
@@ -78,10 +104,32 @@ export class ShardedControllers {
       void controller.setOwnedKeys(this.#owns);
       controller.enqueueCached(inBucket);
     }
+    this.#reshard();
   }
 
   async #revoked(bucket: number): Promise<void> {
     this.#owned.delete(bucket);
     await Promise.all(this.#controllers.map((c) => c.setOwnedKeys(this.#owns)));
+    // After the drain, and not awaited: the hand-over does not wait for a list.
+    this.#reshard();
+  }
+
+  /**
+   * Swaps every sharded source to the owned set, after the swaps already asked for. A swap
+   * whose new informer does not sync in time is logged and leaves the old one serving: the
+   * acquired bucket's keys then wait for the next change of the owned set.
+   */
+  #reshard(): void {
+    if (this.#sources.length === 0) return;
+    this.#resharding = this.#resharding.then(async () => {
+      if (this.#stop.signal.aborted) return;
+      const owned = new Set(this.#owned);
+      const signal = AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#cacheSyncTimeoutMs)]);
+      const results = await Promise.allSettled(this.#sources.map((s) => s.reshard(owned, signal)));
+      for (const result of results) {
+        if (result.status === 'rejected' && !this.#stop.signal.aborted)
+          this.#log?.error({ err: result.reason as unknown }, 'a sharded cache did not sync its new buckets');
+      }
+    });
   }
 }
