@@ -1,13 +1,13 @@
 // A sharded manager replica for the sharded-manager tests: one controller over the ConfigMaps
 // named obj-* in $NAMESPACES (comma-separated), sharded by namespace over $BUCKETS buckets
-// whose Leases live in $LEASE_NAMESPACE. Each reconcile records the object's data.v in the
-// annotation reconciled-v unless it is there already; it takes $RECONCILE_MS, or
-// $SLOW_RECONCILE_MS for an object whose data.slow is "true" (so that a test can freeze the
-// process in the middle of one). Prints one JSON line per event on stdout: owned (the
-// buckets, whenever they change), reconcile-start (slow; pending: it will write), reconcile
-// (start, end, v, attemptAt: when the write was attempted, wrote, refused: the write guard
-// refused it), exit. Logs go to stderr at $LOG_LEVEL, default fatal: the freezes and kills
-// the tests make log errors that are expected.
+// whose Leases live in $LEASE_NAMESPACE; $SHARD_CACHES=true caches the owned buckets only.
+// Each reconcile records the object's data.v in the annotation reconciled-v unless it is
+// there already; it takes $RECONCILE_MS, or $SLOW_RECONCILE_MS for an object whose data.slow
+// is "true" (so that a test can freeze the process in the middle of one). Prints one JSON
+// line per event on stdout: owned (the buckets, whenever they change), reconcile-start
+// (slow; pending: it will write), reconcile (start, end, v, attemptAt: when the write was
+// attempted, wrote, refused: the write guard refused it), exit. Logs go to stderr at
+// $LOG_LEVEL, default fatal: the freezes and kills the tests make log errors that are expected.
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
 import type { DestinationStream } from 'pino';
@@ -47,6 +47,7 @@ const mgr = new Manager({
     leaseDurationMs: Number(env('LEASE_MS')),
     renewDeadlineMs: Number(env('RENEW_MS')),
     retryPeriodMs: Number(env('RETRY_MS')),
+    shardCaches: process.env['SHARD_CACHES'] === 'true',
   },
 });
 const ours = (cm: V1ConfigMap) =>

@@ -45,6 +45,8 @@ export interface ReplicaOptions {
   reconcileMs: number;
   /** For an object whose data.slow is "true". */
   slowReconcileMs: number;
+  /** sharding.shardCaches: cache the owned buckets' objects only. */
+  shardCaches?: boolean | undefined;
 }
 
 export function spawnReplica(o: ReplicaOptions): Replica {
@@ -59,6 +61,7 @@ export function spawnReplica(o: ReplicaOptions): Replica {
     RETRY_MS: String(o.timings.retryPeriodMs),
     RECONCILE_MS: String(o.reconcileMs),
     SLOW_RECONCILE_MS: String(o.slowReconcileMs),
+    SHARD_CACHES: String(o.shardCaches ?? false),
   });
   const owned = () => lines.findLast((l) => l.event === 'owned')?.buckets ?? [];
   return { identity: o.identity, child, lines, exited, owned };
