@@ -176,6 +176,8 @@ export class Manager {
     this.identity = options.leaderElection?.identity ?? defaultIdentity();
     this.informers = new SharedInformerFactory(this.client, {
       logger: this.logger.child({ component: 'cache' }),
+      // Sharded informers (sharding.shardCaches) report where their shard is cut.
+      registry: this.registry,
     });
     this.#others = new RunnableGroup('others', this.logger);
     this.#leaderOnly = new RunnableGroup('leader-only', this.logger);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import type { ShardMode } from '@regulon/cache';
+import { SHARD_MODE_METRIC, type ShardMode } from '@regulon/cache';
 import { KubeClient, Kinds } from '@regulon/client';
 import { start, type TestEnv } from '@regulon/testenv';
 import type { Manager } from '../manager/manager.ts';
@@ -122,6 +122,11 @@ for (const gate of [true, false]) {
         );
         const aFirstPass = a.reconciles.length;
         assert.equal(a.source.informer?.health().shardMode, mode);
+        const shardModes = (await a.mgr.registry.getSingleMetric(SHARD_MODE_METRIC)?.get())?.values ?? [];
+        assert.ok(
+          shardModes.some((v) => v.labels['mode'] === mode && v.value === 1),
+          `${SHARD_MODE_METRIC} reports mode ${mode}: ${JSON.stringify(shardModes)}`,
+        );
 
         const b = replica('cache-b');
         await eventually(
