@@ -26,6 +26,8 @@ const SLOW_RECONCILE_MS = 1500;
 const WRITE_CONCURRENCY = 50;
 /** Each round of the burst changes one of this many slices of the objects. */
 const BURST_SLICES = 4;
+/** Changes per second during the burst: about what two loaded replicas reconcile with room to spare. */
+const BURST_QPS = 100;
 
 /** Runs `fn` over `items`, `WRITE_CONCURRENCY` at a time. */
 async function forEach<T>(items: readonly T[], fn: (item: T) => Promise<unknown>): Promise<void> {
@@ -144,9 +146,12 @@ for (const variant of variants) {
         await eventually('every object reconciled', () => converged('0'), 30_000, 250);
         const startedAt = Date.now();
 
-        // The burst: round after round, a quarter of the objects change, each quarter in turn.
-        // All of them at once would outrun two replicas on a 2-core machine, and the keys a
-        // takeover queues at low priority would wait behind the backlog for many seconds.
+        // The burst: round after round, a quarter of the objects change, each quarter in turn,
+        // through a client limited to BURST_QPS. Faster, it outran the replicas on a loaded
+        // 2-core machine, and the keys a takeover queues at low priority waited behind the
+        // backlog of real changes (as the priority queue means them to) for many seconds.
+        const burstClient = KubeClient.fromKubeConfig(env.kubeConfig, { qps: BURST_QPS, burst: BURST_QPS });
+        const burstCms = burstClient.resource<V1ConfigMap>(Kinds.ConfigMap);
         let round = 0;
         let bursting = true;
         const burst = (async () => {
@@ -155,10 +160,20 @@ for (const variant of variants) {
             await forEach(
               objects.filter((_, i) => i % BURST_SLICES === round % BURST_SLICES),
               (o) =>
-                cms.patch(o.name, { data: { v: `r${round}` } }, { type: 'merge', namespace: o.namespace }),
+                burstCms.patch(
+                  o.name,
+                  { data: { v: `r${round}` } },
+                  { type: 'merge', namespace: o.namespace },
+                ),
             );
           }
         })();
+        // A failed assertion ends the test mid-burst: stop it before the control plane goes.
+        t.after(async () => {
+          bursting = false;
+          await burst.catch(() => {});
+          burstClient.close();
+        });
 
         const c = replica('replica-c');
         await eventually(
