@@ -150,6 +150,11 @@ export class Informer<T extends KubeObject> {
     return namespace ? this.store.byIndex('namespace', namespace) : this.store.list();
   }
 
+  /** Cached objects whose indexer `name` maps to `value`; throws for an unknown indexer. */
+  byIndex(name: string, value: string): T[] {
+    return this.store.byIndex(name, value);
+  }
+
   #dispatch(change: StoreChange<T>): void {
     const initial = !this.#reflector.hasSynced();
     for (const h of this.#handlers) {

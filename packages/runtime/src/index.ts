@@ -29,8 +29,9 @@ export {
   DEFAULT_METRICS_BIND_ADDRESS,
   DEFAULT_HEALTH_BIND_ADDRESS,
   INFORMER_UNHEALTHY_AFTER_MS,
+  DEFAULT_SHARDING_NAME,
 } from './manager/manager.ts';
-export type { ManagerOptions, LeaderElectionConfig } from './manager/manager.ts';
+export type { ManagerOptions, LeaderElectionConfig, ShardingConfig } from './manager/manager.ts';
 export { testManager, type TestManagerOptions } from './manager/test-manager.ts';
 export {
   generationChanged,
@@ -108,6 +109,8 @@ export {
 } from './sharding/bucket-ownership.ts';
 export type { BucketOwnershipOptions } from './sharding/bucket-ownership.ts';
 export { assignBuckets, bucketWeight } from './sharding/assignment.ts';
+export { ShardedControllers, type ShardedControllersOptions } from './sharding/sharded-controllers.ts';
+export { currentReconcile, type ReconcileScope } from './reconcile/current-reconcile.ts';
 export {
   EventRecorder,
   DEFAULT_EVENT_AGGREGATION_WINDOW_MS,

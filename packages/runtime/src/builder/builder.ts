@@ -1,10 +1,10 @@
 import type { Tracer } from '@opentelemetry/api';
-import type { Informer } from '@regulon/cache';
 import { apiVersionOf, type KubeClient, type KubeObject, type ResourceType } from '@regulon/client';
 import type { RateLimiter } from '@regulon/queue';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { EventRecorder } from '../events/events.ts';
+import type { CacheSource } from '../reconcile/cache-source.ts';
 import { DeclaredCache, kindKey, type DeclaredKinds } from '../reconcile/context.ts';
 import { Controller, type Runnable } from '../reconcile/controller.ts';
 import { enqueueControllerOwner, enqueueObject, type MapFunc } from './handlers.ts';
@@ -37,10 +37,14 @@ export interface ControllerHost {
   readonly logger: Logger;
   readonly registry: Registry;
   readonly tracer: Tracer;
-  informerFor<K extends KubeObject>(
+  /**
+   * What a controller of this host reads `type` through: the shared informer, or in a
+   * sharded manager caching only its buckets, a source that follows them.
+   */
+  controllerCache<K extends KubeObject>(
     type: ResourceType<K>,
-    opts?: { indexers?: Record<string, (obj: K) => string[]> },
-  ): Informer<K>;
+    opts: { indexers?: Record<string, (obj: K) => string[]>; needLeaderElection: boolean },
+  ): CacheSource<K>;
   eventRecorder(controller: string): EventRecorder;
   add(runnable: Runnable): void;
 }
@@ -185,7 +189,7 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
     return this.#build(
       new ObjectReconciler<T>({
         kind: forType,
-        informer: informers.get(kindKey(forType)) as unknown as Informer<T>,
+        informer: informers.get(kindKey(forType)) as unknown as CacheSource<T>,
         client: this.#mgr.client,
         fieldManager: this.#fieldManager(),
         events: this.#mgr.eventRecorder(this.#name),
@@ -216,15 +220,16 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
   }
 
   /** One informer per declared kind handle, with the indexes asked for it. */
-  #informers(): Map<string, Informer<KubeObject>> {
-    const informers = new Map<string, Informer<KubeObject>>();
+  #informers(): Map<string, CacheSource<KubeObject>> {
+    const informers = new Map<string, CacheSource<KubeObject>>();
+    const needLeaderElection = this.#options.needLeaderElection ?? true;
     for (const source of this.#sources) {
       const key = kindKey(source.type);
       if (informers.has(key)) continue;
       const indexers = [...this.#indexers]
         .filter(([type]) => kindKey(type) === key)
         .reduce((all, [, fns]) => ({ ...all, ...fns }), {});
-      informers.set(key, this.#mgr.informerFor(source.type, { indexers }));
+      informers.set(key, this.#mgr.controllerCache(source.type, { indexers, needLeaderElection }));
     }
     for (const type of this.#indexers.keys())
       if (!informers.has(kindKey(type)))
@@ -263,7 +268,7 @@ export class ControllerBuilder<T extends KubeObject = KubeObject> {
   }
 }
 
-function declaredKinds(sources: Source[], informers: Map<string, Informer<KubeObject>>): DeclaredKinds {
+function declaredKinds(sources: Source[], informers: Map<string, CacheSource<KubeObject>>): DeclaredKinds {
   return {
     informer: (kind) => informers.get(kindKey(kind)),
     childKind: (apiVersion, kind) => {

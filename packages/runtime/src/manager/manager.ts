@@ -4,11 +4,14 @@ import type { Tracer } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { ControllerBuilder } from '../builder/builder.ts';
-import type { Runnable } from '../reconcile/controller.ts';
+import { Controller, type Runnable } from '../reconcile/controller.ts';
 import { EventRecorder } from '../events/events.ts';
 import { defaultIdentity, LeaderElector, LeadershipLostError } from '../election/leader-election.ts';
 import { createLogger } from '../observability/logging.ts';
 import { registerProcessMetrics } from '../observability/metrics.ts';
+import type { CacheSource } from '../reconcile/cache-source.ts';
+import { ShardedControllers } from '../sharding/sharded-controllers.ts';
+import { ShardedSource } from '../sharding/sharded-source.ts';
 import { RunnableGroup } from './runnable-group.ts';
 import { HealthServer, MetricsServer } from './servers.ts';
 import { runtimeTracer } from '../observability/tracing.ts';
@@ -44,9 +47,38 @@ export interface LeaderElectionConfig {
    * reconciles at once from them. False starts the caches, and the others
    * group after them, only once leading: a cold standby, which lists
    * everything after it won, is not ready until then and serves no webhook.
-   * It is there to compare takeover times, not to run.
+   * It is there to compare takeover times, not to run, and not with `sharding`.
    */
   warmStandby?: boolean | undefined;
+}
+
+/** The sharding group's Lease name prefix when ShardingConfig.name is not given. */
+export const DEFAULT_SHARDING_NAME = 'regulon-shards';
+
+/**
+ * Sharded mode (issue 39): the controllers run on every replica and divide the key space,
+ * hashed by namespace, into buckets owned through Leases (BucketOwnership). Every replica of
+ * one operator must use the same namespace, name and bucket count.
+ */
+export interface ShardingConfig {
+  /** Namespace of the group's Leases. */
+  namespace: string;
+  /** The group: its Leases are `<name>-member-…` and `<name>-bucket-<i>` (default {@link DEFAULT_SHARDING_NAME}). */
+  name?: string | undefined;
+  /** Default DEFAULT_BUCKET_COUNT (16). */
+  buckets?: number | undefined;
+  /** Lease timings of the members and buckets, with LeaderElector's defaults. */
+  leaseDurationMs?: number | undefined;
+  renewDeadlineMs?: number | undefined;
+  retryPeriodMs?: number | undefined;
+  /**
+   * Off by default: every replica caches every object, so a bucket changes hands warm. On,
+   * the sharded controllers' caches of namespaced kinds hold the owned buckets' objects
+   * only (the API server cuts them with the ShardedListAndWatch gate, the client otherwise):
+   * memory about 1/N per replica, but a bucket acquired is listed before its keys are
+   * reconciled. See ShardedSource.
+   */
+  shardCaches?: boolean | undefined;
 }
 
 export interface ManagerOptions {
@@ -59,6 +91,14 @@ export interface ManagerOptions {
   /** Health probes listen address (`:8081`); `0` disables. */
   healthBindAddress?: string | undefined;
   leaderElection?: LeaderElectionConfig | undefined;
+  /**
+   * Off by default. On, the controllers that need leader election run on every replica
+   * instead, each on the keys of the buckets the replica owns (see ShardedControllers);
+   * leader election, when enabled too, still guards the other leader-only runnables (the
+   * storage-version migrator, webhook certificates). Controllers built with
+   * `needLeaderElection: false` keep working on every key on every replica.
+   */
+  sharding?: ShardingConfig | undefined;
   cacheSyncTimeoutMs?: number | undefined;
   gracefulShutdownTimeoutMs?: number | undefined;
   /** /readyz fails while an informer has been failing for longer than this (default {@link INFORMER_UNHEALTHY_AFTER_MS}). */
@@ -89,6 +129,10 @@ export interface ManagerOptions {
  *  4. the election (with leader election on);
  *  5. leader-only: the other controllers, once leading; leadership lost ends
  *     their work at once and start() rejects with LeadershipLostError.
+ * In sharded mode (`sharding`) the controllers of group 5 form a sharded group
+ * instead, started with group 3 on every replica, with the bucket ownership
+ * beside it; a graceful stop hands every bucket over (drained, then its Lease
+ * released) while the groups drain.
  * A graceful stop goes the other way: leader-only and others take no new work
  * and drain their in-flight reconciles (up to the shutdown timeout) while the
  * Lease is still renewed; then the Lease is released; then the caches stop;
@@ -106,6 +150,11 @@ export class Manager {
   readonly #o: ManagerOptions;
   readonly #others: RunnableGroup;
   readonly #leaderOnly: RunnableGroup;
+  /** Sharded mode only: the controllers that divide the key space, and their buckets. */
+  readonly #sharded: RunnableGroup;
+  readonly #sharding: ShardedControllers | undefined;
+  /** ShardingConfig.shardCaches: one source per kind and metadata-only flag. */
+  readonly #shardedSources = new Map<string, ShardedSource<KubeObject>>();
   readonly #stop = new AbortController();
   #synced = false;
   #electionRunning = false;
@@ -127,9 +176,34 @@ export class Manager {
     this.identity = options.leaderElection?.identity ?? defaultIdentity();
     this.informers = new SharedInformerFactory(this.client, {
       logger: this.logger.child({ component: 'cache' }),
+      // Sharded informers (sharding.shardCaches) report where their shard is cut.
+      registry: this.registry,
     });
     this.#others = new RunnableGroup('others', this.logger);
     this.#leaderOnly = new RunnableGroup('leader-only', this.logger);
+    this.#sharded = new RunnableGroup('sharded', this.logger);
+    const sharding = options.sharding;
+    if (sharding && options.leaderElection?.enabled && options.leaderElection.warmStandby === false) {
+      // A cold standby starts its caches only once leading: its sharded controllers, which
+      // run on every replica, would have nothing to reconcile from.
+      throw new Error('manager: sharding needs warm caches on every replica (leaderElection.warmStandby)');
+    }
+    if (sharding) {
+      this.#sharding = new ShardedControllers({
+        client: this.client,
+        namespace: sharding.namespace,
+        name: sharding.name ?? DEFAULT_SHARDING_NAME,
+        identity: this.identity,
+        buckets: sharding.buckets,
+        leaseDurationMs: sharding.leaseDurationMs,
+        renewDeadlineMs: sharding.renewDeadlineMs,
+        retryPeriodMs: sharding.retryPeriodMs,
+        logger: this.logger.child({ component: 'sharding' }),
+        registry: this.registry,
+        cacheSyncTimeoutMs: options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS,
+      });
+      this.#installWriteGuard();
+    }
     this.metricsServer = new MetricsServer(this.registry);
     registerProcessMetrics(this.registry);
     this.health.addHealthCheck('ping', () => ({ ok: true }));
@@ -161,17 +235,58 @@ export class Manager {
     });
   }
 
+  /**
+   * What a controller reads `type` through (ControllerHost): the shared informer, except for
+   * a sharded controller's namespaced kind when `sharding.shardCaches` is on, which reads a
+   * ShardedSource of the owned buckets, shared by every sharded controller.
+   */
+  controllerCache<T extends KubeObject>(
+    type: ResourceType<T>,
+    opts: { indexers?: Record<string, (obj: T) => string[]>; needLeaderElection: boolean },
+  ): CacheSource<T> {
+    const sharding = this.#sharding;
+    if (!sharding || !this.#o.sharding?.shardCaches || !opts.needLeaderElection || !type.namespaced)
+      return this.informerFor(type, opts);
+    const key = `${type.group}/${type.kind}${type.metadataOnly ? ' (metadata only)' : ''}`;
+    let source = this.#shardedSources.get(key) as ShardedSource<T> | undefined;
+    if (!source) {
+      source = new ShardedSource<T>({
+        factory: this.informers,
+        type,
+        namespace: this.#o.namespace,
+        buckets: sharding.ownership.bucketCount,
+      });
+      this.#shardedSources.set(key, source as unknown as ShardedSource<KubeObject>);
+      sharding.addSource(source as unknown as ShardedSource<KubeObject>);
+    }
+    if (opts.indexers) source.addIndexers(opts.indexers);
+    return source;
+  }
+
   /** Starts building a controller named `name` (used in metrics, logs and traces). */
   controller(name: string): ControllerBuilder {
     return new ControllerBuilder(this, name);
   }
 
-  /** Adds a runnable to the leader-only group, or to the others when it needs no leadership. */
+  /**
+   * Adds a runnable to the leader-only group, or to the others when it needs no leadership;
+   * in sharded mode a controller that needs leader election joins the sharded group instead.
+   */
   add(runnable: Runnable): void {
-    const groups = [this.#others, this.#leaderOnly];
+    const groups = [this.#others, this.#leaderOnly, this.#sharded];
     if (groups.some((g) => g.members.some((r) => r.name === runnable.name)))
       throw new Error(`a runnable named ${runnable.name} is already registered`);
+    if (this.#sharding && runnable.needLeaderElection && runnable instanceof Controller) {
+      this.#sharding.add(runnable);
+      this.#sharded.add(runnable);
+      return;
+    }
     (runnable.needLeaderElection ? this.#leaderOnly : this.#others).add(runnable);
+  }
+
+  /** In sharded mode: the buckets this replica's controllers work on now. */
+  get ownedBuckets(): ReadonlySet<number> | undefined {
+    return this.#sharding?.owned();
   }
 
   eventRecorder(controller: string): EventRecorder {
@@ -213,6 +328,7 @@ export class Manager {
     const startCachesAndOthers = async (until: AbortSignal): Promise<boolean> => {
       if (!(await this.#startCaches(until, cacheStop.signal))) return false;
       this.#others.start(drain.signal);
+      this.#startSharding(drain.signal);
       return true;
     };
     const le = this.#o.leaderElection;
@@ -277,6 +393,30 @@ export class Manager {
   }
 
   /**
+   * Sharded mode: the sharded controllers start owning no key, then the bucket ownership
+   * joins the group and hands them buckets. It runs until #shutdown releases it.
+   */
+  #startSharding(drain: AbortSignal): void {
+    if (!this.#sharding) return;
+    this.#sharded.start(drain);
+    this.#sharding.ownership.start().catch((err: unknown) => {
+      this.logger.error({ err }, 'bucket ownership failed; this replica owns no bucket');
+    });
+  }
+
+  /**
+   * One write guard for the client (KubeClient.guardWrites takes one): a lost leadership
+   * refuses every write (see LeaderElector.assertLeading), and in sharded mode a reconcile
+   * writes only while its key's bucket is owned here.
+   */
+  #installWriteGuard(): void {
+    this.client.guardWrites(() => {
+      this.#elector?.assertLeading();
+      this.#sharding?.guardWrite();
+    });
+  }
+
+  /**
    * Group 4: campaigns for the Lease and calls `onLeading` with the
    * leadership's signal once leading, which starts group 5; without leader
    * election this replica leads from the start.
@@ -311,7 +451,7 @@ export class Manager {
     this.#elector = elector;
     // Nothing is written once the renew deadline passed, whatever the timers say (see
     // LeaderElector.assertLeading): the leader-only work's writes go through this client.
-    this.client.guardWrites(() => elector.assertLeading());
+    this.#installWriteGuard();
     this.#electing = elector.run(electionStop).catch((err: unknown) => {
       if (err instanceof LeadershipLostError) {
         this.#lost = err;
@@ -335,7 +475,14 @@ export class Manager {
     this.logger.info({ timeoutMs: drainTimeout }, 'stopping: no new work; waiting for in-flight reconciles');
     if (this.#lost) drain.abort(this.#lost);
     const timer = setTimeout(() => drain.abort(new Error('graceful shutdown timed out')), drainTimeout);
-    await Promise.all([this.#leaderOnly.stop(), this.#others.stop()]);
+    // Handing the buckets over waits for their keys' reconciles, as the groups' drain does.
+    await Promise.all([
+      this.#leaderOnly.stop(),
+      this.#others.stop(),
+      this.#sharded.stop(),
+      this.#sharding?.ownership.release(),
+    ]);
+    this.#sharding?.stop();
     clearTimeout(timer);
     electionStop.abort();
     await this.#electing;

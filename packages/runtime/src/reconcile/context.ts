@@ -1,6 +1,6 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import { type KubeClient, type KubeObject, type ResourceType } from '@regulon/client';
-import type { Informer } from '@regulon/cache';
+import type { CacheSource } from './cache-source.ts';
 import { applyOwned, deleteChildIfControlled, type ApplyOutcome } from '../apply/apply.ts';
 import type { EventRecorder, EventType } from '../events/events.ts';
 import type { Owner } from '../apply/ownership.ts';
@@ -41,13 +41,13 @@ export class DeclaredCache implements CacheReader {
     this.#kinds = kinds;
   }
 
-  #informer<T extends KubeObject>(kind: ResourceType<T>): Informer<T> {
+  #informer<T extends KubeObject>(kind: ResourceType<T>): CacheSource<T> {
     const informer = this.#kinds.informer(kind);
     if (!informer)
       throw new TypeError(
         `controller ${this.#controller} reads ${kindKey(kind)}, which it does not declare: add it with owns(), watches() or reads() (declared: ${this.#kinds.names().join(', ')})`,
       );
-    return informer as unknown as Informer<T>;
+    return informer as unknown as CacheSource<T>;
   }
 
   get<T extends KubeObject>(kind: ResourceType<T>, name: string, namespace?: string): T | undefined {
@@ -57,9 +57,7 @@ export class DeclaredCache implements CacheReader {
   list<T extends KubeObject>(kind: ResourceType<T>, options: ListOptions = {}): T[] {
     const informer = this.#informer(kind);
     const ns = options.namespace === '*' || !kind.namespaced ? undefined : options.namespace;
-    let items = options.index
-      ? informer.store.byIndex(options.index.name, options.index.value)
-      : informer.list(ns);
+    let items = options.index ? informer.byIndex(options.index.name, options.index.value) : informer.list(ns);
     if (options.index && ns) items = items.filter((o) => o.metadata?.namespace === ns);
     const labels = options.labels;
     if (labels)
@@ -119,7 +117,7 @@ export interface Context extends ReconcileContext, CacheReader {
 
 /** A declared kind's informer, keyed by group/kind and whether it holds metadata only. */
 export interface DeclaredKinds {
-  informer(kind: ResourceType): Informer<KubeObject> | undefined;
+  informer(kind: ResourceType): CacheSource<KubeObject> | undefined;
   /** The handle apply() uses for a child of this apiVersion and kind (preferring a full, not metadata-only, one). */
   childKind(apiVersion: string, kind: string): ResourceType | undefined;
   /** Every declared kind, for the error message of a read of an undeclared one. */

@@ -105,14 +105,15 @@ test('when leadership is lost (stop and drain abort together) the in-flight reco
   assert.deepEqual(h.finished, []);
 });
 
-/** An informer that only delivers the events a test hands it. */
-function stubInformer() {
+/** An informer that only delivers the events a test hands it, and lists `stored`. */
+function stubInformer(stored: KubeObject[] = []) {
   const handlers: Array<EventHandler<KubeObject>> = [];
   const informer = {
     addEventHandler: (h: EventHandler<KubeObject>) => {
       handlers.push(h);
       return () => {};
     },
+    list: () => stored,
   } as unknown as Informer<KubeObject>;
   return {
     informer,
@@ -353,6 +354,35 @@ async function droppedCounts(registry: Registry, controller: string): Promise<Re
     if (labels['controller'] === controller) counts[String(labels['at'])] = value;
   return counts;
 }
+
+test('enqueueCached queues the cached keys it is asked for that the controller owns, as an initial list would: predicates applied, behind watch events', async () => {
+  const controller = new Controller({
+    name: 'enqueue-cached',
+    reconciler: { reconcile: () => Promise.resolve() },
+    logger: pino({ level: 'silent' }),
+    registry: new Registry(),
+  });
+  const owners = stubInformer([
+    inNamespace('a', '1'),
+    inNamespace('a', 'skipped'),
+    inNamespace('b', '1'),
+    inNamespace('c', '1'),
+  ]);
+  const children = stubInformer([
+    { ...secretOf('owner'), metadata: { ...secretOf('owner').metadata, namespace: 'a' } },
+  ]);
+  controller.watch(owners.informer, enqueueObject, [{ create: (obj) => obj.metadata?.name !== 'skipped' }]);
+  const ownerOf = enqueueControllerOwner(Kinds.ConfigMap);
+  controller.watch(children.informer, (obj) => ownerOf(obj, {} as CacheReader));
+  void controller.setOwnedKeys((key) => !key.startsWith('c/'));
+
+  owners.updated(inNamespace('b', '2'), inNamespace('b', '2'));
+  // Asked for a/ and c/: c/ is not owned, b/ not asked for.
+  controller.enqueueCached((key) => key.startsWith('a/') || key.startsWith('c/'));
+  owners.updated(inNamespace('b', '3'), inNamespace('b', '3'));
+
+  assert.deepEqual(await queuedOrder(controller), ['b/2', 'b/3', 'a/1', 'a/owner']);
+});
 
 test(
   'setOwnedKeys waits for the running reconcile of a key it takes away and for no other; such keys are dropped during and after, and come back when owned again',

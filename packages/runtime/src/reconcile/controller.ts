@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setImmediate } from 'node:timers/promises';
 import { SpanStatusCode, trace, type Tracer } from '@opentelemetry/api';
-import type { Informer } from '@regulon/cache';
 import type { KubeObject, ResourceType } from '@regulon/client';
 import {
   LOW_PRIORITY,
@@ -20,6 +19,8 @@ import {
   type ControllerMetrics,
   type ReconcileResultLabel,
 } from '../observability/metrics.ts';
+import type { CacheSource } from './cache-source.ts';
+import { runAsReconcile } from './current-reconcile.ts';
 import { ALL_KEYS, unownedKeysDropped, type DroppedAt, type OwnedKeys } from './owned-keys.ts';
 import type { Predicate } from './predicates.ts';
 import {
@@ -97,6 +98,8 @@ export class Controller implements Runnable {
   readonly #log: Logger;
   readonly #workers: number;
   readonly #unsubscribe: Array<() => void> = [];
+  /** What watch() wired, walked again by enqueueCached. */
+  readonly #sources: Array<(which: OwnedKeys) => void> = [];
   /** Objects that requests wait for by name (ReconcileContext.waitFor). */
   readonly #waits = new NameWaits();
   /** The keys this controller works on: see setOwnedKeys. */
@@ -174,6 +177,17 @@ export class Controller implements Runnable {
     return Promise.all(leaving).then(() => undefined);
   }
 
+  /**
+   * Queues, at {@link INITIAL_LIST_PRIORITY}, the keys that the objects now in the watched
+   * informers' stores map to and that `which` accepts (and this controller owns), as their
+   * initial list did: the create predicates apply. A sharded manager calls this when it
+   * acquires a bucket, whose keys the warm caches hold but the queue dropped while another
+   * replica owned them. Walks every watched store once: one map and one hash per object.
+   */
+  enqueueCached(which: OwnedKeys): void {
+    for (const enqueueCached of this.#sources) enqueueCached(which);
+  }
+
   /** Whether the controller owns `key`; if not, counts and logs the drop at `at`. */
   #owned(key: string, at: DroppedAt): boolean {
     if (this.#owns(key)) return true;
@@ -196,7 +210,7 @@ export class Controller implements Runnable {
    * {@link INITIAL_LIST_PRIORITY}, every other event at the default priority.
    */
   watch<T extends KubeObject>(
-    informer: Informer<T>,
+    informer: CacheSource<T>,
     map: (obj: T) => Request[],
     predicates: Predicate<T>[] = [],
     type?: ResourceType,
@@ -208,6 +222,13 @@ export class Controller implements Runnable {
     const wake = (obj: T, options?: AddOptions) => {
       if (type) for (const key of this.#waits.waiters(type, obj)) this.#add(key, options);
     };
+    this.#sources.push((which) => {
+      for (const obj of informer.list()) {
+        if (!predicates.every((p) => p.create?.(obj) ?? true)) continue;
+        for (const key of new Set(map(obj).map(requestKey)))
+          if (which(key) && this.#owns(key)) this.queue.add(key, INITIAL_LIST);
+      }
+    });
     this.#unsubscribe.push(
       informer.addEventHandler({
         onAdd: (obj, initialList) => {
@@ -314,15 +335,18 @@ export class Controller implements Runnable {
         let outcome: ReconcileResultLabel;
         const waits = new Set<string>();
         try {
+          // Scoped, so that a write guard deep in the client knows whose write it is.
           const result: Result =
-            (await this.#o.reconciler.reconcile(request, {
-              signal,
-              log,
-              span,
-              reconcileID,
-              controller: this.name,
-              waitFor: (type, namespace, name) => waits.add(this.#waits.add(key, type, namespace, name)),
-            })) ?? {};
+            (await runAsReconcile({ controller: this.name, key }, () =>
+              this.#o.reconciler.reconcile(request, {
+                signal,
+                log,
+                span,
+                reconcileID,
+                controller: this.name,
+                waitFor: (type, namespace, name) => waits.add(this.#waits.add(key, type, namespace, name)),
+              }),
+            )) ?? {};
           if (result.requeueAfter !== undefined && result.requeueAfter > 0) {
             this.queue.forget(key);
             if (this.#owned(key, 'requeue')) this.queue.addAfter(key, result.requeueAfter);

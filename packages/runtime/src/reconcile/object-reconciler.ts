@@ -1,6 +1,6 @@
-import type { Informer } from '@regulon/cache';
 import { isNotFound, type KubeClient, type KubeObject, type ResourceType } from '@regulon/client';
 import { BoundContext, type Context, type DeclaredKinds } from './context.ts';
+import type { CacheSource } from './cache-source.ts';
 import type { EventRecorder } from '../events/events.ts';
 import { addFinalizer, hasFinalizer, removeFinalizer } from '../apply/finalizers.ts';
 import type { Owner } from '../apply/ownership.ts';
@@ -55,7 +55,7 @@ export interface NameLimit {
 
 export interface ObjectReconcilerOptions<T extends KubeObject> {
   kind: ResourceType<T>;
-  informer: Informer<T>;
+  informer: CacheSource<T>;
   client: KubeClient;
   fieldManager: string;
   events: EventRecorder;

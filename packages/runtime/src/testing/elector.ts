@@ -1,7 +1,7 @@
 // Starts elector-process.ts as a child process and collects the JSON lines
 // it prints, for the leader-election tests and the hand-over measurement.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { spawnJsonLines } from './json-lines-process.ts';
 
 /** One event line of elector-process.ts. */
 export interface ElectorLine {
@@ -32,25 +32,12 @@ export interface ElectorOptions {
 }
 
 export function spawnElector(o: ElectorOptions): Elector {
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'elector-process.ts')], {
-    env: {
-      ...process.env,
-      NAMESPACE: o.namespace,
-      IDENTITY: o.identity,
-      KUBECONFIG: o.kubeconfigPath,
-      RECONCILE_MS: String(o.reconcileMs ?? 0),
-      ...o.env,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
+  const { child, lines, exited } = spawnJsonLines<ElectorLine>('elector-process.ts', {
+    NAMESPACE: o.namespace,
+    IDENTITY: o.identity,
+    KUBECONFIG: o.kubeconfigPath,
+    RECONCILE_MS: String(o.reconcileMs ?? 0),
+    ...o.env,
   });
-  const lines: ElectorLine[] = [];
-  let buf = '';
-  child.stdout.on('data', (d: Buffer) => {
-    buf += d.toString();
-    const parts = buf.split('\n');
-    buf = parts.pop()!;
-    for (const p of parts) if (p.trim()) lines.push(JSON.parse(p) as ElectorLine);
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, lines, exited, at: (event) => lines.find((l) => l.event === event)?.at };
 }
