@@ -183,6 +183,7 @@ function templateDeployment(o: K8sObject, objects: ChartObjects, t: Templater): 
   c.resources = t.block('.Values.resources');
   const byEnv = new Map<string, string>([
     [OPTIONS.leaderElect.env, '{{ .Values.leaderElection.enabled | quote }}'],
+    [OPTIONS.sharding.env, '{{ .Values.sharding.enabled | quote }}'],
     [OPTIONS.logLevel.env, '{{ .Values.logLevel | quote }}'],
   ]);
   const options = OPTIONS as unknown as Record<string, { env: string }>;
@@ -246,6 +247,7 @@ export interface ChartDefaults {
   pullPolicy: string;
   replicas: number;
   leaderElect: boolean;
+  sharding: boolean;
   logLevel: string;
   resources: unknown;
   controllers: Record<string, { enabled: boolean; concurrency: number }>;
@@ -264,6 +266,7 @@ export function chartValues(objects: ChartObjects): ChartDefaults {
     pullPolicy: c.imagePullPolicy ?? 'IfNotPresent',
     replicas: spec.replicas,
     leaderElect: env(OPTIONS.leaderElect.env) === 'true',
+    sharding: env(OPTIONS.sharding.env) === 'true',
     logLevel: env(OPTIONS.logLevel.env) ?? 'info',
     resources: c.resources,
     controllers: Object.fromEntries(
@@ -316,6 +319,11 @@ logLevel: ${v['logLevel']}
 # Off, every replica reconciles: run one (replicas: 1).
 leaderElection:
   enabled: ${v['leaderElect']}
+
+# On, every replica reconciles at once, each the namespaces of the buckets it holds through
+# Leases (regulon-manager --sharding, deploy/README.md); leader-only work stays with the leader.
+sharding:
+  enabled: ${v['sharding']}
 
 # Each controller's feature flags (regulon-manager --help): a disabled one starts no watch.
 controllers:

@@ -763,6 +763,9 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'create', resource: 'events', group: 'events.k8s.io', namespace: app },
     { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
     { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
+    // --sharding: who else is a member, and its own member Lease removed on the way out.
+    { verb: 'list', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
+    { verb: 'delete', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
     // The instance agents: each owner's primary Lease, and a Role and RoleBinding for its agents,
     // wherever it lives (the admission policy narrows these: the next test).
     { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: app },
@@ -803,8 +806,9 @@ test('SubjectAccessReviews: the ServiceAccount can do what the controllers need 
     { verb: 'update', resource: 'statefulsets', group: 'apps', namespace: app },
     { verb: 'delete', resource: 'persistentvolumeclaims', namespace: app },
     { verb: 'create', resource: 'jobs', group: 'batch', namespace: app },
-    // Leases: never deleted (which ones it writes, the admission policy says).
-    { verb: 'delete', resource: 'leases', group: 'coordination.k8s.io', namespace: NAMESPACE },
+    // Leases: deleted in its own namespace only, where --sharding removes its member Leases
+    // (which ones it writes elsewhere, the admission policy says).
+    { verb: 'delete', resource: 'leases', group: 'coordination.k8s.io', namespace: app },
     { verb: 'delete', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system' },
     // Core/v1 Events are not used (events.k8s.io/v1 only).
     { verb: 'create', resource: 'events', namespace: app },

@@ -50,14 +50,16 @@ test('no generated role has a wildcard, a privilege verb or a non-resource URL',
   }
 });
 
-test('leader election gets a namespaced Role for Leases only: get, create, update', () => {
+test('leader election (and --sharding) gets a namespaced Role for Leases only: get, list, create, update, delete', () => {
   const role = roles.find((r) => r.kind === 'Role');
   assert.ok(role);
   assert.equal(role.metadata.namespace, 'regulon-system');
   assert.deepEqual([...triples(role.rules)].sort(), [...triples(LEADER_ELECTION_RULES)].sort());
   assert.deepEqual([...triples(role.rules)].sort(), [
     'coordination.k8s.io/leases:create',
+    'coordination.k8s.io/leases:delete',
     'coordination.k8s.io/leases:get',
+    'coordination.k8s.io/leases:list',
     'coordination.k8s.io/leases:update',
   ]);
 });

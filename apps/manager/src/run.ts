@@ -161,6 +161,9 @@ export async function run(
     {
       controllers: on,
       leaderElection: settings.leaderElection.enabled,
+      ...(settings.sharding
+        ? { sharding: { buckets: settings.sharding.buckets, shardCaches: settings.sharding.shardCaches } }
+        : {}),
       server: client.server,
       imageCatalog: imageCatalog?.source ?? 'the official images',
     },

@@ -164,11 +164,11 @@ test('SubjectAccessReviews: the ServiceAccount may do exactly what the rules dec
     { verb: 'create', group: 'apiextensions.k8s.io', resource: 'customresourcedefinitions' },
   ])
     await expect(access, false);
-  // Leader election: its Lease, in its own namespace only, never deleted.
+  // Leader election (and sharding): its Leases, in its own namespace only.
   for (const verb of ALLOWED_VERBS) {
     await expect(
       { verb, group: 'coordination.k8s.io', resource: 'leases', namespace: NAMESPACE },
-      ['get', 'create', 'update'].includes(verb),
+      ['get', 'list', 'create', 'update', 'delete'].includes(verb),
     );
     await expect(
       { verb, group: 'coordination.k8s.io', resource: 'leases', namespace: OTHER_NAMESPACE },

@@ -144,7 +144,7 @@ rules:
   # leader election
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [get, create, update]
+    verbs: [get, list, create, update, delete]
 `,
   );
 });

@@ -30,11 +30,19 @@ export const ALLOWED_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch
 /**
  * What a @regulon/runtime manager does itself with leader election, in its own
  * namespace: the LeaderElector reads its Lease, creates it when missing and
- * renews or takes it over with a compare-and-swap update. Not narrowed by
- * resourceNames: `create` can't be, and the Lease's name may change freely.
+ * renews or takes it over with a compare-and-swap update. In sharded mode
+ * (`--sharding`) its BucketOwnership does the same with its bucket and member
+ * Leases, lists the namespace's Leases to see who else is a member, and
+ * deletes its own member Lease on a graceful stop (and a member's whose Lease
+ * expired long ago). Not narrowed by resourceNames: `create` and `list` can't
+ * be, and the Leases' names may change freely.
  */
 export const LEADER_ELECTION_RULES: readonly PolicyRule[] = [
-  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+  {
+    apiGroups: ['coordination.k8s.io'],
+    resources: ['leases'],
+    verbs: ['get', 'list', 'create', 'update', 'delete'],
+  },
 ];
 
 /** A declared rule that would grant more than it names; the message says which rule and why. */

@@ -38,6 +38,9 @@ describe('managerOptions', () => {
       leaseDuration: 15_000,
       renewDeadline: 10_000,
       retryPeriod: 2_000,
+      sharding: false,
+      shardingBuckets: 16,
+      shardCaches: false,
       cacheSyncTimeout: 120_000,
       gracefulShutdownTimeout: 30_000,
       logLevel: 'info',
@@ -59,6 +62,9 @@ describe('managerOptions', () => {
       leaseDuration: 'SHOP_LEASE_DURATION',
       renewDeadline: 'SHOP_RENEW_DEADLINE',
       retryPeriod: 'SHOP_RETRY_PERIOD',
+      sharding: 'SHOP_SHARDING',
+      shardingBuckets: 'SHOP_SHARDING_BUCKETS',
+      shardCaches: 'SHOP_SHARD_CACHES',
       cacheSyncTimeout: 'SHOP_CACHE_SYNC_TIMEOUT',
       gracefulShutdownTimeout: 'SHOP_GRACEFUL_SHUTDOWN_TIMEOUT',
       logLevel: 'LOG_LEVEL',
@@ -151,6 +157,38 @@ describe('managerSettings', () => {
     assert.equal(settings.leaderElection.name, 'other');
     assert.equal(settings.leaderElection.renewDeadlineMs, 5_000);
     assert.equal(settings.cacheSyncTimeoutMs, 1_500);
+  });
+
+  test('--sharding: the bucket Leases beside the leader election Lease, with its timings; off by default', () => {
+    assert.equal(managerSettings(load(spec), INSIDE).sharding, undefined);
+    const settings = managerSettings(
+      load(spec, [
+        '--sharding',
+        '--sharding-buckets=32',
+        '--leader-election-namespace=leases',
+        '--lease-duration=6s',
+        '--renew-deadline=4s',
+        '--retry-period=1s',
+      ]),
+      OUTSIDE,
+    );
+    assert.deepEqual(settings.sharding, {
+      namespace: 'leases',
+      name: 'shop-operator-shards',
+      buckets: 32,
+      leaseDurationMs: 6_000,
+      renewDeadlineMs: 4_000,
+      retryPeriodMs: 1_000,
+      shardCaches: false,
+    });
+    const fromEnv = managerSettings(
+      load(spec, [], { REGULON_SHARDING: 'true', REGULON_SHARD_CACHES: 'true' }),
+      OUTSIDE,
+    );
+    assert.equal(fromEnv.sharding?.shardCaches, true);
+    assert.equal(fromEnv.sharding?.buckets, 16);
+    assert.equal(fromEnv.sharding?.namespace, 'ops');
+    assert.throws(() => load(spec, ['--sharding-buckets=0']), /sharding-buckets/);
   });
 
   test('--kube-api-qps of 0 or less is unlimited', () => {

@@ -22,8 +22,8 @@ export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] a
  * `--kube-api-qps`, `--kube-api-burst`, `--metrics-bind-address`,
  * `--health-probe-bind-address`, `--leader-elect`,
  * `--leader-election-namespace`, `--leader-election-id`, `--lease-duration`,
- * `--renew-deadline`, `--retry-period`, `--cache-sync-timeout`,
- * `--graceful-shutdown-timeout` (each `<envPrefix>_<FLAG_IN_UPPER_SNAKE_CASE>`)
+ * `--renew-deadline`, `--retry-period`, `--sharding`, `--sharding-buckets`,
+ * `--shard-caches`, `--cache-sync-timeout`, `--graceful-shutdown-timeout` (each `<envPrefix>_<FLAG_IN_UPPER_SNAKE_CASE>`)
  * and `--log-level` (LOG_LEVEL). {@link managerSettings} turns their values
  * into a Manager's settings.
  */
@@ -112,6 +112,30 @@ export function managerOptions({ envPrefix = 'REGULON', leaderElectionId }: Mana
       default: '2s',
       description: 'How often candidates try to acquire or renew',
     },
+    sharding: {
+      flag: 'sharding',
+      env: `${envPrefix}_SHARDING`,
+      type: 'boolean',
+      description:
+        "Active-active replicas: the controllers run on every replica, each on the namespaces of the buckets it owns through a Lease (in the leader election's namespace); leader-only work stays on the elected leader",
+    },
+    shardingBuckets: {
+      flag: 'sharding-buckets',
+      env: `${envPrefix}_SHARDING_BUCKETS`,
+      type: 'integer',
+      default: 16,
+      min: 1,
+      max: 1024,
+      description:
+        'How many buckets --sharding divides the namespaces into (every replica must use the same)',
+    },
+    shardCaches: {
+      flag: 'shard-caches',
+      env: `${envPrefix}_SHARD_CACHES`,
+      type: 'boolean',
+      description:
+        "With --sharding: each replica caches only its buckets' objects (cut by the API server when it serves ShardedListAndWatch), about 1/N of the memory, but a bucket taken over is listed before its keys are reconciled",
+    },
     cacheSyncTimeout: {
       flag: 'cache-sync-timeout',
       env: `${envPrefix}_CACHE_SYNC_TIMEOUT`,
@@ -168,6 +192,16 @@ export interface ManagerSettings {
     renewDeadlineMs: number;
     retryPeriodMs: number;
   };
+  /** `--sharding`: the bucket Leases live beside the leader election's, named `<lease>-shards-…`. */
+  sharding?: {
+    namespace: string;
+    name: string;
+    buckets: number;
+    leaseDurationMs: number;
+    renewDeadlineMs: number;
+    retryPeriodMs: number;
+    shardCaches: boolean;
+  };
 }
 
 const NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -193,6 +227,12 @@ export function managerSettings(
   config: ManagerConfig,
   env: NodeJS.ProcessEnv = process.env,
 ): ManagerSettings {
+  const leaderElectionNamespace = config.leaderElectionNamespace ?? ownNamespace(env);
+  const timings = {
+    leaseDurationMs: config.leaseDuration,
+    renewDeadlineMs: config.renewDeadline,
+    retryPeriodMs: config.retryPeriod,
+  };
   return {
     ...(config.kubeconfig ? { kubeconfigPath: config.kubeconfig } : {}),
     qps: config.kubeApiQps > 0 ? config.kubeApiQps : Infinity,
@@ -204,11 +244,20 @@ export function managerSettings(
     ...(config.namespace ? { namespace: config.namespace } : {}),
     leaderElection: {
       enabled: config.leaderElect === 'auto' ? inCluster(env) : config.leaderElect === 'true',
-      namespace: config.leaderElectionNamespace ?? ownNamespace(env),
+      namespace: leaderElectionNamespace,
       name: config.leaderElectionId,
-      leaseDurationMs: config.leaseDuration,
-      renewDeadlineMs: config.renewDeadline,
-      retryPeriodMs: config.retryPeriod,
+      ...timings,
     },
+    ...(config.sharding
+      ? {
+          sharding: {
+            namespace: leaderElectionNamespace,
+            name: `${config.leaderElectionId}-shards`,
+            buckets: config.shardingBuckets,
+            ...timings,
+            shardCaches: config.shardCaches,
+          },
+        }
+      : {}),
   };
 }
