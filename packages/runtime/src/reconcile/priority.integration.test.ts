@@ -14,12 +14,12 @@ import { forEachConcurrently, indices } from '../testing/concurrently.ts';
 import { eventually } from '../testing/wait.ts';
 
 /** Objects present before the controller starts. */
-const OBJECTS = 2000;
-/** What one reconcile costs: the whole initial list takes OBJECTS × this (10 s) to drain. */
+const OBJECTS = 10_000;
+/** What one reconcile costs: the whole initial list takes OBJECTS × this (50 s) to drain. */
 const RECONCILE_MS = 5;
 /**
  * The bound: the change is reconciled before this share of the initial list is.
- * It leaves ~1 s (200 reconciles) for the patch to go out and its watch event to
+ * It leaves ~5 s (1,000 reconciles) for the patch to go out and its watch event to
  * come back on a loaded machine; in FIFO order the change would wait for all of it.
  */
 const WITHIN_SHARE = 0.1;
@@ -43,7 +43,7 @@ const name = (i: number): string => `cm-${String(i).padStart(4, '0')}`;
 
 test(
   `a change made right after a start over ${OBJECTS} objects is reconciled before ${WITHIN_SHARE * 100}% of the initial list`,
-  { timeout: 120_000 },
+  { timeout: 180_000 },
   async (t) => {
     const ns = await env.newNamespace('rt-priority');
     const cms = client.resource<V1ConfigMap>(Kinds.ConfigMap);
