@@ -116,6 +116,11 @@ export async function untilNoneFiring(prometheus: RunningPrometheus, timeoutMs =
 export interface ScrapeCost {
   /** Each scrape's engine read (regulon_instance_scrape_duration_seconds), in ms, ascending. */
   readsMs: number[];
+  /**
+   * The scrapes whose engine read did not answer within the agent's limit (SCRAPE_TIMEOUT_MS
+   * in apps/instance-agent): they said `<engine>_up 0` of an engine that was up.
+   */
+  unanswered: number;
   /** The agent process's resident memory before and after, in MiB. */
   rssBeforeMiB: number;
   rssAfterMiB: number;
@@ -133,19 +138,22 @@ export async function scrapeCost(podUid: string, url: string, scrapes: number): 
     Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${agentPid}/status`, 'utf8'))?.[1]) / 1024;
   const rssBeforeMiB = rssMiB();
   const readsMs: number[] = [];
+  let unanswered = 0;
   for (let i = 0; i < scrapes; i++) {
     const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
     const text = await res.text();
     if (res.status !== 200) throw new Error(`${url}: ${res.status} ${text}`);
     readsMs.push(Number(/^regulon_instance_scrape_duration_seconds ([\d.e-]+)$/m.exec(text)?.[1]) * 1000);
+    // The engine's own up series (pg_up, mysql_up, redis_up, memcached_up), with the role label.
+    if (!/^(pg|mysql|redis|memcached)_up(\{[^}]*\})? 1$/m.test(text)) unanswered++;
   }
-  return { readsMs: readsMs.sort((a, b) => a - b), rssBeforeMiB, rssAfterMiB: rssMiB() };
+  return { readsMs: readsMs.sort((a, b) => a - b), unanswered, rssBeforeMiB, rssAfterMiB: rssMiB() };
 }
 
 /** A cost as a test's diagnostic line says it. */
 export const describeCost = (c: ScrapeCost): string =>
   `${c.readsMs.length} scrapes: engine read median ${c.readsMs[Math.floor(c.readsMs.length / 2)]!.toFixed(1)} ms, ` +
-  `at most ${c.readsMs.at(-1)!.toFixed(1)} ms; the agent's resident memory ${c.rssBeforeMiB.toFixed(1)} MiB before, ${c.rssAfterMiB.toFixed(1)} MiB after`;
+  `at most ${c.readsMs.at(-1)!.toFixed(1)} ms, ${c.unanswered} unanswered; the agent's resident memory ${c.rssBeforeMiB.toFixed(1)} MiB before, ${c.rssAfterMiB.toFixed(1)} MiB after`;
 
 /**
  * Runs every panel query of an engine's dashboard (as shipped) against `prometheus`, each
