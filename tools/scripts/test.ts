@@ -1,7 +1,8 @@
 // `npm test`: every check CI runs, in order, failing fast.
 //   1. formatting, README code blocks, generated-file drift, lint, typecheck, build
 //      (no cluster needed)
-//   2. the real parts the tests run against, built from the Go module proxy on
+//   2. the real parts the tests run against (two lanes side by side: the Go builds
+//      and the images), built from the Go module proxy on
 //      a machine's first run and reused from the versioned cache after that:
 //      the control plane, Prometheus with promtool (alerts, dashboard), the
 //      kstatus CLI (what Flux and kpt make of each kind's status), Helm and the
@@ -15,7 +16,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { summarizeJUnit } from './junit-summary.ts';
-import { run, steps } from './run.ts';
+import { run, sideBySide, steps, type Step } from './run.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const results = join(root, '.test-results');
@@ -23,6 +24,8 @@ rmSync(results, { recursive: true, force: true });
 mkdirSync(results, { recursive: true });
 
 const nx = ['nx', 'run-many', '--outputStyle=stream'];
+/** A step that runs one of tools/'s build scripts. */
+const build = (title: string, ...script: string[]): Step => [title, 'bash', [join(root, 'tools', ...script)]];
 await steps([
   ['format', 'prettier', ['--check', '.']],
   [
@@ -33,44 +36,44 @@ await steps([
   ['generated files', process.execPath, [join(root, 'tools', 'scripts', 'generate.ts'), '--check']],
   // Two at a time: nothing else runs yet, and each task (eslint, tsc) keeps one core busy.
   ['lint, typecheck, build', 'npx', [...nx, '-t', 'lint', 'typecheck', 'build', '--parallel=2']],
-  [
-    'control plane (cached; a first build takes about 8-13 min)',
-    'bash',
-    [join(root, 'tools', 'control-plane', 'build.sh')],
+]);
+// The real parts, in two lanes side by side: on a machine's first run the Go builds keep both
+// cores busy for about 15 min while the images mostly wait on Debian's and npm's downloads
+// (their builds need none of the Go lane's output). Cached, each step takes a second or so, and
+// only a changed manager image builds.
+await sideBySide({
+  go: [
+    build('control plane (cached; a first build takes about 8-13 min)', 'control-plane', 'build.sh'),
+    build('prometheus (cached; a first build takes about 3 min)', 'prometheus', 'build.sh'),
+    build('kstatus (cached; a first build takes about 40 s)', 'kstatus', 'build.sh'),
+    // The chart's and the bundle's checks (tools/scripts/chart.test.ts).
+    build('helm (cached; a first build takes about 2-5 min)', 'helm', 'build.sh'),
+    build(
+      "bundle-validate, operator-sdk bundle validate's checks (cached; a first build takes about 1-3 min)",
+      'olm',
+      'build.sh',
+    ),
+    build('object store: versitygw (cached; a first build takes about 2 min)', 'object-store', 'build.sh'),
+    build(
+      'real node: kubelet, kube-proxy, CoreDNS (cached; a first build takes about 3 min after the control plane)',
+      'control-plane',
+      'build-node.sh',
+    ),
   ],
-  [
-    'prometheus (cached; a first build takes about 3 min)',
-    'bash',
-    [join(root, 'tools', 'prometheus', 'build.sh')],
+  images: [
+    [
+      'real node: images from Debian packages (cached by recipe; a first build takes about 5 min)',
+      process.execPath,
+      [join(root, 'packages', 'testenv', 'src', 'cli.ts'), 'images'],
+    ],
+    [
+      'real node: the manager image from apps/manager/Dockerfile (buildah; cached by build context; a first build takes about 2 min)',
+      process.execPath,
+      [join(root, 'tools', 'manager-image', 'image.ts')],
+    ],
   ],
-  ['kstatus (cached; a first build takes about 40 s)', 'bash', [join(root, 'tools', 'kstatus', 'build.sh')]],
-  // The chart's and the bundle's checks (tools/scripts/chart.test.ts).
-  ['helm (cached; a first build takes about 2-5 min)', 'bash', [join(root, 'tools', 'helm', 'build.sh')]],
-  [
-    "bundle-validate, operator-sdk bundle validate's checks (cached; a first build takes about 1-3 min)",
-    'bash',
-    [join(root, 'tools', 'olm', 'build.sh')],
-  ],
-  [
-    'object store: versitygw (cached; a first build takes about 2 min)',
-    'bash',
-    [join(root, 'tools', 'object-store', 'build.sh')],
-  ],
-  [
-    'real node: kubelet, kube-proxy, CoreDNS (cached; a first build takes about 3 min after the control plane)',
-    'bash',
-    [join(root, 'tools', 'control-plane', 'build-node.sh')],
-  ],
-  [
-    'real node: images from Debian packages (cached by recipe; a first build takes about 5 min)',
-    process.execPath,
-    [join(root, 'packages', 'testenv', 'src', 'cli.ts'), 'images'],
-  ],
-  [
-    'real node: the manager image from apps/manager/Dockerfile (buildah; cached by build context; a first build takes about 2 min)',
-    process.execPath,
-    [join(root, 'tools', 'manager-image', 'image.ts')],
-  ],
+});
+await steps([
   [
     'real node: down after a crash leaves the machine as it was',
     process.execPath,
