@@ -33,6 +33,7 @@ import { KubeClient, Kinds } from '@regulon/client';
 import { ControlPlane } from '@regulon/testenv';
 import { renderTimeToReadyChart, type ChartPoint } from './chart.ts';
 import { WIDGET_CRD } from './framework/population.ts';
+import { median } from './harness/report.ts';
 import { planRounds } from './harness/rounds.ts';
 import { referenceBinary } from './reference.ts';
 import { objectsPerBucket, populateSpread } from './sharded/population.ts';
@@ -45,7 +46,7 @@ import {
   type ShardedRun,
   type ShardedSubject,
 } from './sharded/report.ts';
-import { runControllerRuntimeCell, runRegulonCell } from './sharded/run.ts';
+import { killSubjects, runControllerRuntimeCell, runRegulonCell } from './sharded/run.ts';
 
 const exec = promisify(execFile);
 const root = resolve(import.meta.dirname, '..', '..');
@@ -183,7 +184,6 @@ async function save(): Promise<void> {
     ].join('\n'),
   );
   const summaries = summarize(runs);
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
   const points = (of: (c: (typeof summaries)[number]) => number[]): ChartPoint[] =>
     summaries.map((c) => ({ series: c.name, n: c.n, seconds: median(of(c)) }));
   if (new Set(runs.map((r) => r.n)).size > 1) {
@@ -220,7 +220,8 @@ const cp = await ControlPlane.start({
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
   process.once(signal, () => {
-    log(`${signal}: stopping the control plane`);
+    log(`${signal}: stopping the replicas and the control plane`);
+    killSubjects();
     void cp.stop().finally(() => process.exit(130));
   });
 try {

@@ -2,8 +2,9 @@
 // controller over Widgets in every namespace and the framework benchmark's trivial reconcile
 // (one cached read, one status check, no write), speaking the harness's line protocol
 // (../framework/protocol.ts): it streams the indexes of the objects it reconciles
-// ("reconciled"), and answers "shard" (its cache and buckets) and "stats" (with its heap after
-// a full collection, so run it with --expose-gc).
+// ("reconciled"), and answers "shard" (its cache and buckets), "requeue" (every cached key
+// added at once; "drained" once all are reconciled) and "stats" (with its heap after a full
+// collection, so run it with --expose-gc).
 //
 //   node --expose-gc tools/bench/sharded/replica.ts --kubeconfig K --identity ID
 //     [--lease-namespace bench-sharding] [--group NAME] [--buckets 16] [--caches owned|whole]
@@ -15,7 +16,7 @@
 import { parseArgs } from 'node:util';
 import { KubeClient, type KubeObject } from '@regulon/client';
 import { SHARD_MODE_METRIC } from '@regulon/cache';
-import { Manager, createLogger } from '@regulon/runtime';
+import { Manager, bucketOfKey, createLogger, requestKey } from '@regulon/runtime';
 import type { SubjectMessage } from '../framework/protocol.ts';
 import { WIDGET } from '../framework/population.ts';
 import { heapAfterGc } from '../framework/subjects/serve.ts';
@@ -46,6 +47,7 @@ if (!values.identity) throw new Error('--identity is required');
 if (values.caches !== 'owned' && values.caches !== 'whole')
   throw new Error(`--caches: owned or whole, not "${values.caches}"`);
 
+const buckets = whole('buckets', values.buckets);
 const emit = (msg: SubjectMessage) => process.stdout.write(`${JSON.stringify(msg)}\n`);
 const mgr = new Manager({
   client: KubeClient.load({ kubeconfigPath: values.kubeconfig, qps: Infinity }),
@@ -58,7 +60,7 @@ const mgr = new Manager({
   sharding: {
     namespace: values['lease-namespace'],
     name: values.group,
-    buckets: whole('buckets', values.buckets),
+    buckets,
     leaseDurationMs: whole('lease-ms', values['lease-ms']),
     renewDeadlineMs: whole('renew-ms', values['renew-ms']),
     retryPeriodMs: whole('retry-ms', values['retry-ms']),
@@ -71,9 +73,11 @@ type Widget = KubeObject & { status?: { phase?: string } };
 const cache = mgr.controllerCache<Widget>(WIDGET, { needLeaderElection: true });
 
 let reconciles = 0;
+/** A "requeue" being drained: done once reconciles reaches target. */
+let drain: { target: number; count: number; started: number } | undefined;
 let pending: number[] = [];
 let lastAt = 0;
-mgr
+const controller = mgr
   .controller('sharded-bench')
   .for(WIDGET)
   .withOptions({ maxConcurrentReconciles: whole('concurrency', values.concurrency) })
@@ -83,6 +87,10 @@ mgr
       const obj = cache.get(req.name, req.namespace);
       void (obj?.status?.phase === 'Ready');
       reconciles++;
+      if (drain && reconciles >= drain.target) {
+        emit({ ev: 'drained', count: drain.count, ms: performance.now() - drain.started });
+        drain = undefined;
+      }
       const i = indexOfName(req.name);
       if (i !== undefined) pending.push(i);
       lastAt = Date.now();
@@ -132,6 +140,20 @@ createInterface({ input: process.stdin }).on('line', (line) => {
         mode,
       }),
     );
+  } else if (command === 'requeue') {
+    // Every key of the owned buckets added at once: with owned caches every cached key, with
+    // whole caches those of the owned buckets (the controller drops the others).
+    const owned = mgr.ownedBuckets ?? new Set<number>();
+    const keys = cache
+      .list()
+      .map((o) => requestKey({ name: o.metadata!.name!, namespace: o.metadata!.namespace! }))
+      .filter((key) => owned.has(bucketOfKey(key, buckets)));
+    drain = { target: reconciles + keys.length, count: keys.length, started: performance.now() };
+    if (!keys.length) {
+      emit({ ev: 'drained', count: 0, ms: 0 });
+      drain = undefined;
+    }
+    for (const key of keys) controller.queue.add(key);
   } else if (command === 'stats') {
     emit({ ev: 'stats', events: 0, reconciles, heap: heapAfterGc(), objects: cache.list().length });
   } else if (command) {

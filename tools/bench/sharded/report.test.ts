@@ -35,6 +35,7 @@ const run = (over: Partial<ShardedRun>): ShardedRun => ({
   settledS: 6,
   shardMode: 'server',
   replicaFigures: [replica(100, 2, 600), replica(80, 1, 400)],
+  requeue: null,
   takeover: null,
   loadAvg1: 1.5,
   ...over,
@@ -85,12 +86,16 @@ describe('the sharded report', () => {
 
   it('renders the medians with their spread, and every run with each replica side by side', () => {
     const runs = [
-      run({ run: 1, takeover: { buckets: 8, objects: 600, s: 19.5 } }),
+      run({
+        run: 1,
+        takeover: { buckets: 8, objects: 600, s: 19.5 },
+        requeue: { s: 0.1, perS: 30_000, cpuUsPerReconcile: 60 },
+      }),
       run({ run: 2, allReconciledS: 7, takeover: { buckets: 8, objects: 400, s: 21.5 } }),
     ];
     const summary = summaryMarkdown(runs);
     assert.match(summary, /\| 1,000 \| Regulon × 2 \| 2 \| 6 \(5–7\) \| 100 \| 180 \|/);
-    assert.match(summary, /\| 1\.5 \| 3 \| 0\.6 \| 20\.5 \(19\.5–21\.5\) \|\n$/);
+    assert.match(summary, /\| 1\.5 \| 3 \| 0\.6 \| 30,000 \| 60 \| 20\.5 \(19\.5–21\.5\) \|\n$/);
     const detail = runsMarkdown(runs);
     assert.match(detail, /\| 600 \(600\) \/ 400 \(400\) \|/);
     assert.match(detail, /\| 100 \/ 80 \|/);

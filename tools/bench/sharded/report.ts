@@ -46,6 +46,12 @@ export interface ShardedRun {
   /** Where the API server cut the shards: server, client, or '' (whole caches, or not reported). */
   shardMode: string;
   replicaFigures: ReplicaFigures[];
+  /**
+   * Once settled, every replica adds every key it caches to its queue at once (the framework
+   * benchmark's requeue): from the command until the last replica drained, the reconciles per
+   * second of all replicas together, and the CPU each reconcile cost, over all replicas.
+   */
+  requeue: { s: number; perS: number; cpuUsPerReconcile: number } | null;
   /** One replica killed -9 once settled: its buckets' objects reconciled again by the survivors. */
   takeover: { buckets: number; objects: number; s: number } | null;
   /** The 1-minute load average when the cell started. */
@@ -93,6 +99,8 @@ export interface CellSummary {
   /** Per run: the largest share of the objects one replica cached, as a fraction of N. */
   maxCachedShare: number[];
   takeoverS: number[];
+  requeuePerS: number[];
+  requeueCpuUs: number[];
 }
 
 export function summarize(runs: readonly ShardedRun[]): CellSummary[] {
@@ -125,6 +133,8 @@ export function summarize(runs: readonly ShardedRun[]): CellSummary[] {
       sumCpuS: per((x) => x.cpuS, sum),
       maxCachedShare: rs.map((r) => Math.max(...r.replicaFigures.map((x) => x.cached)) / r.n),
       takeoverS: rs.flatMap((r) => (r.takeover ? [r.takeover.s] : [])),
+      requeuePerS: rs.flatMap((r) => (r.requeue ? [r.requeue.perS] : [])),
+      requeueCpuUs: rs.flatMap((r) => (r.requeue ? [r.requeue.cpuUsPerReconcile] : [])),
     };
   });
 }
@@ -132,12 +142,12 @@ export function summarize(runs: readonly ShardedRun[]): CellSummary[] {
 /** The summary table: a row per cell, medians with (min–max) over the rounds. */
 export function summaryMarkdown(runs: readonly ShardedRun[]): string {
   const lines = [
-    '| N | subject | rounds | all reconciled once (s) | peak RSS, largest replica (MiB) | peak RSS, all replicas (MiB) | RSS once settled, largest replica (MiB) | CPU per replica, mean (s) | CPU, all replicas (s) | largest cache (share of N) | takeover after kill -9 (s) |',
-    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| N | subject | rounds | all reconciled once (s) | peak RSS, largest replica (MiB) | peak RSS, all replicas (MiB) | RSS once settled, largest replica (MiB) | CPU per replica, mean (s) | CPU, all replicas (s) | largest cache (share of N) | requeue all: reconciles/s, all replicas | CPU per reconcile (µs) | takeover after kill -9 (s) |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const c of summarize(runs))
     lines.push(
-      `| ${c.n.toLocaleString('en-US')} | ${c.name} | ${c.runs} | ${spreadOf(c.allReconciledS)} | ${spreadOf(c.maxPeakRssMiB)} | ${spreadOf(c.sumPeakRssMiB)} | ${spreadOf(c.maxRssMiB)} | ${spreadOf(c.meanCpuS)} | ${spreadOf(c.sumCpuS)} | ${spreadOf(c.maxCachedShare)} | ${spreadOf(c.takeoverS)} |`,
+      `| ${c.n.toLocaleString('en-US')} | ${c.name} | ${c.runs} | ${spreadOf(c.allReconciledS)} | ${spreadOf(c.maxPeakRssMiB)} | ${spreadOf(c.sumPeakRssMiB)} | ${spreadOf(c.maxRssMiB)} | ${spreadOf(c.meanCpuS)} | ${spreadOf(c.sumCpuS)} | ${spreadOf(c.maxCachedShare)} | ${spreadOf(c.requeuePerS)} | ${spreadOf(c.requeueCpuUs)} | ${spreadOf(c.takeoverS)} |`,
     );
   return `${lines.join('\n')}\n`;
 }

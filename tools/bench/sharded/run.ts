@@ -54,11 +54,24 @@ interface Proc {
   exited: Promise<unknown>;
 }
 
+/** Every subject process running now: a harness stopped by a signal kills them (killSubjects). */
+const running = new Set<ChildProcess>();
+let stopping = false;
+
+/** Kills every subject process still running, and refuses to start another: the harness stops on a signal. */
+export function killSubjects(): void {
+  stopping = true;
+  for (const child of running) child.kill('SIGKILL');
+}
+
 function start(command: string, args: string[], logFile: string): Proc {
+  if (stopping) throw new Error('stopping: no more subjects');
   const fd = openSync(logFile, 'a');
   try {
     const child = spawn(command, args, { stdio: ['pipe', 'pipe', fd] });
+    running.add(child);
     const exited = new Promise((r) => child.once('exit', r));
+    void exited.then(() => running.delete(child));
     return { child, channel: new SubjectChannel(child), exited };
   } finally {
     closeSync(fd);
@@ -85,6 +98,24 @@ async function until(done: () => boolean | Promise<boolean>, timeoutMs: number, 
     await sleep(everyMs);
   }
   return false;
+}
+
+/** Every replica requeues every key it caches at once; timed until the last one drained. */
+async function requeueAll(
+  procs: readonly Proc[],
+  log: (line: string) => void,
+): Promise<ShardedRun['requeue']> {
+  const cpu0 = procs.map((p) => processStats(p.child.pid!).cpuSeconds);
+  const t0 = performance.now();
+  const drained = await Promise.all(procs.map((p) => p.channel.ask('requeue', 'drained', 120_000)));
+  const s = (performance.now() - t0) / 1000;
+  const cpu = procs.reduce((a, p, k) => a + processStats(p.child.pid!).cpuSeconds - cpu0[k]!, 0);
+  const count = drained.reduce((a, d) => a + d.count, 0);
+  const requeue = { s, perS: count / s, cpuUsPerReconcile: (cpu * 1e6) / count };
+  log(
+    `  requeue of ${count}: ${requeue.perS.toFixed(0)} reconciles/s, ${requeue.cpuUsPerReconcile.toFixed(1)} µs CPU each`,
+  );
+  return requeue;
 }
 
 /** R Regulon replicas, sharded: see the comment at the top of this file. */
@@ -165,6 +196,8 @@ export async function runRegulonCell(c: RegulonCellConfig): Promise<ShardedRun> 
       ownedChanges: views[k]!.changes,
     }));
 
+    const requeue = await requeueAll(procs, c.log);
+
     let takeover: ShardedRun['takeover'] = null;
     if (c.takeover && c.replicas >= 2 && isSettled) {
       const victim = 0;
@@ -196,6 +229,7 @@ export async function runRegulonCell(c: RegulonCellConfig): Promise<ShardedRun> 
       settledS,
       shardMode: [...new Set(views.map((v) => v.mode).filter(Boolean))].join(', '),
       replicaFigures,
+      requeue,
       takeover,
       loadAvg1: c.loadAvg1,
     };
@@ -228,6 +262,7 @@ export async function runControllerRuntimeCell(c: CellConfig): Promise<ShardedRu
     if (stats.objects !== c.n)
       throw new Error(`controller-runtime caches ${stats.objects} objects, expected ${c.n}`);
     c.log(`  all ${initial.reconciles} reconciled ${((doneAt - spawnedAt) / 1000).toFixed(2)} s after spawn`);
+    const requeue = await requeueAll([p], c.log);
     return {
       subject: 'controller-runtime',
       caches: null,
@@ -252,6 +287,7 @@ export async function runControllerRuntimeCell(c: CellConfig): Promise<ShardedRu
           ownedChanges: 0,
         },
       ],
+      requeue,
       takeover: null,
       loadAvg1: c.loadAvg1,
     };
