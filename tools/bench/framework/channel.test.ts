@@ -23,6 +23,21 @@ describe('SubjectChannel', () => {
     child.kill();
   });
 
+  it('hands the messages of a kind with a listener to it, and the others to their waiters', async () => {
+    const child = fake([
+      '{"ev":"reconciled","ids":[1,2],"at":5}',
+      '{"ev":"synced","ms":1,"heapBefore":2}',
+      '{"ev":"reconciled","ids":[3],"at":6}',
+    ]);
+    const channel = new SubjectChannel(child);
+    const ids: number[] = [];
+    channel.on('reconciled', (m) => ids.push(...m.ids));
+    assert.equal((await channel.next('synced', 10_000)).ms, 1);
+    await channel.ask('expect 1', 'seen', 10_000);
+    assert.deepEqual(ids, [1, 2, 3]);
+    child.kill();
+  });
+
   it('fails the wait when the subject reports an error', async () => {
     const child = fake([], '{"ev":"error","message":"no such thing"}');
     const channel = new SubjectChannel(child);

@@ -12,6 +12,7 @@ export class SubjectChannel {
   readonly #inbox: SubjectMessage[] = [];
   #waiter: { ev: string; resolve: (m: SubjectMessage) => void; reject: (e: Error) => void } | undefined;
   #failure: Error | undefined;
+  readonly #listeners = new Map<string, (m: SubjectMessage) => void>();
 
   constructor(child: ChildProcess) {
     this.#child = child;
@@ -23,6 +24,14 @@ export class SubjectChannel {
       }
     });
     child.once('exit', (code, signal) => this.#fail(new Error(`subject exited with ${code ?? signal}`)));
+  }
+
+  /**
+   * Hands every message of kind `ev` to `listener` instead of keeping it for next(): for the
+   * messages a subject sends unasked and many times (the sharded replicas' "reconciled").
+   */
+  on<E extends SubjectMessage['ev']>(ev: E, listener: (m: Of<E>) => void): void {
+    this.#listeners.set(ev, listener as (m: SubjectMessage) => void);
   }
 
   /** Sends one command line. */
@@ -63,6 +72,8 @@ export class SubjectChannel {
 
   #deliver(m: SubjectMessage): void {
     if (m.ev === 'error') return this.#fail(new Error(`subject: ${m.message}`));
+    const listener = this.#listeners.get(m.ev);
+    if (listener) return listener(m);
     const w = this.#waiter;
     if (w && w.ev === m.ev) {
       this.#waiter = undefined;

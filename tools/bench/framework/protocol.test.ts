@@ -30,6 +30,31 @@ describe('parseSubjectLine', () => {
     assert.throws(() => parseSubjectLine('{"ev":"synced","ms":"1","heapBefore":1}'), /lacks a number "ms"/);
   });
 
+  it("reads the sharded replicas' messages, and refuses a list that is not of whole numbers", () => {
+    assert.deepEqual(parseSubjectLine('{"ev":"reconciled","ids":[3,1,3],"at":1700000000000}'), {
+      ev: 'reconciled',
+      ids: [3, 1, 3],
+      at: 1700000000000,
+    });
+    assert.equal(
+      parseSubjectLine('{"ev":"shard","objects":9,"buckets":[0,5],"changes":2,"informers":1,"mode":"server"}')
+        .ev,
+      'shard',
+    );
+    assert.throws(
+      () => parseSubjectLine('{"ev":"reconciled","ids":[1.5],"at":1}'),
+      /list of whole numbers "ids"/,
+    );
+    assert.throws(
+      () => parseSubjectLine('{"ev":"shard","objects":9,"changes":2,"informers":1,"mode":"server"}'),
+      /list of whole numbers "buckets"/,
+    );
+    assert.throws(
+      () => parseSubjectLine('{"ev":"shard","objects":9,"buckets":[],"changes":2,"informers":1}'),
+      /lacks its mode/,
+    );
+  });
+
   it('refuses an error without its text', () => {
     assert.throws(() => parseSubjectLine('{"ev":"error"}'), /lacks its text/);
   });

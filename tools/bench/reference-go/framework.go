@@ -226,13 +226,18 @@ func frameworkCommand(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "path to a kubeconfig")
 	kind := fs.String("kind", "widgets", "widgets (the benchmark's custom resource) or configmaps")
 	namespace := fs.String("namespace", "", "the namespace to cache and reconcile")
+	allNamespaces := fs.Bool("all-namespaces", false, "cache and reconcile the kind in every namespace, one cluster-wide informer (the sharded benchmark)")
 	probeAddr := fs.String("health-probe-bind-address", "127.0.0.1:0", "address of /readyz")
 	concurrency := fs.Int("concurrency", 1, "MaxConcurrentReconciles")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *namespace == "" {
-		return fmt.Errorf("--namespace is required")
+	if *namespace == "" && !*allNamespaces {
+		return fmt.Errorf("--namespace or --all-namespaces is required")
+	}
+	if *allNamespaces {
+		// client.InNamespace("") lists every namespace's objects.
+		*namespace = ""
 	}
 	ctrl.SetLogger(zap.New())
 	heapBefore := heapAfterGC()
@@ -263,15 +268,16 @@ func frameworkCommand(args []string) error {
 	default:
 		return fmt.Errorf("--kind: widgets or configmaps, not %q", *kind)
 	}
+	cacheOptions := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	if !*allNamespaces {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{*namespace: {}}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: *probeAddr,
-		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{*namespace: {}},
-			DefaultTransform:  cache.TransformStripManagedFields(),
-		},
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Cache:                  cacheOptions,
+		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
 		return err
