@@ -8,6 +8,9 @@
 // every replica caching every object, and with each caching its own buckets only
 // (sharding.shardCaches) on a server that cuts the shards (ShardedListAndWatch on).
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
@@ -21,8 +24,6 @@ const PER_NAMESPACE = 50;
 const BUCKETS = 16;
 const TIMINGS = { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 500 };
 const RECONCILE_MS = 5;
-/** The reconcile the frozen replica is stopped in: long enough to be caught running. */
-const SLOW_RECONCILE_MS = 1500;
 const WRITE_CONCURRENCY = 50;
 /** Each round of the burst changes one of this many slices of the objects. */
 const BURST_SLICES = 4;
@@ -117,6 +118,12 @@ describe('sharded managers in child processes', { concurrency: variants.length }
         const cms = client.resource<V1ConfigMap>(Kinds.ConfigMap);
         await forEach(objects, (o) => cms.create({ metadata: o, data: { v: '0' } }));
 
+        // A slow reconcile waits for this file: b is frozen in the middle of one, however
+        // loaded the machine (a timed one could end before the freeze arrived), and goes on
+        // once resumed.
+        const releaseDir = mkdtempSync(join(tmpdir(), 'rt-sharded-'));
+        const releaseSlowFile = join(releaseDir, 'release-slow');
+        cleanups.push(() => Promise.resolve(rmSync(releaseDir, { recursive: true, force: true })));
         const replica = (identity: string) => {
           const r = spawnReplica({
             kubeconfigPath: env.kubeconfigPath,
@@ -126,7 +133,7 @@ describe('sharded managers in child processes', { concurrency: variants.length }
             buckets: BUCKETS,
             timings: TIMINGS,
             reconcileMs: RECONCILE_MS,
-            slowReconcileMs: SLOW_RECONCILE_MS,
+            releaseSlowFile,
             shardCaches: variant.shardCaches,
           });
           replicas.push(r);
@@ -234,6 +241,8 @@ describe('sharded managers in child processes', { concurrency: variants.length }
         );
         b.child.kill('SIGCONT');
         const resumedAt = Date.now();
+        // Both slow reconciles go on: c's writes, b's write is the guard's to refuse.
+        writeFileSync(releaseSlowFile, '');
         await eventually(
           'b rejoined and b and c own every bucket once',
           // b's last word before the freeze still counts its old buckets; c holds all 16 until it

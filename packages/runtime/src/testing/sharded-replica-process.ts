@@ -2,12 +2,14 @@
 // named obj-* in $NAMESPACES (comma-separated), sharded by namespace over $BUCKETS buckets
 // whose Leases live in $LEASE_NAMESPACE; $SHARD_CACHES=true caches the owned buckets only.
 // Each reconcile records the object's data.v in the annotation reconciled-v unless it is
-// there already; it takes $RECONCILE_MS, or $SLOW_RECONCILE_MS for an object whose data.slow
-// is "true" (so that a test can freeze the process in the middle of one). Prints one JSON
+// there already; it takes $RECONCILE_MS, or for an object whose data.slow is "true" until the
+// file $RELEASE_SLOW_FILE exists (so that a test can freeze the process in the middle of one,
+// however loaded the machine, and let it go on after resuming it). Prints one JSON
 // line per event on stdout: owned (the buckets, whenever they change), reconcile-start
 // (slow; pending: it will write), reconcile (start, end, v, attemptAt: when the write was
 // attempted, wrote, refused: the write guard refused it), exit. Logs go to stderr at
 // $LOG_LEVEL, default fatal: the freezes and kills the tests make log errors that are expected.
+import { existsSync } from 'node:fs';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { KubeClient, Kinds } from '@regulon/client';
 import type { DestinationStream } from 'pino';
@@ -29,7 +31,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const namespaces = new Set(env('NAMESPACES').split(','));
 const reconcileMs = Number(process.env['RECONCILE_MS'] ?? '0');
-const slowReconcileMs = Number(process.env['SLOW_RECONCILE_MS'] ?? '0');
+const releaseSlowFile = env('RELEASE_SLOW_FILE');
+/** A slow reconcile's wait: until the test creates the file. */
+const released = async () => {
+  while (!existsSync(releaseSlowFile)) await sleep(20);
+};
 const mgr = new Manager({
   client: KubeClient.load({ kubeconfigPath: env('KUBECONFIG'), qps: 500, burst: 500 }),
   logger: createLogger({
@@ -63,7 +69,7 @@ mgr
     const slow = cm.data?.['slow'] === 'true';
     const pending = cm.metadata.annotations?.['reconciled-v'] !== v;
     say('reconcile-start', { key, v, slow, pending });
-    await sleep(slow ? slowReconcileMs : reconcileMs);
+    await (slow ? released() : sleep(reconcileMs));
     let wrote = false;
     let refused = false;
     let attemptAt: number | undefined;

@@ -43,8 +43,11 @@ export interface ReplicaOptions {
   buckets: number;
   timings: { leaseDurationMs: number; renewDeadlineMs: number; retryPeriodMs: number };
   reconcileMs: number;
-  /** For an object whose data.slow is "true". */
-  slowReconcileMs: number;
+  /**
+   * A reconcile of an object whose data.slow is "true" waits until this file exists: a test
+   * freezes the process in the middle of one, whatever the machine's load, then lets it go on.
+   */
+  releaseSlowFile: string;
   /** sharding.shardCaches: cache the owned buckets' objects only. */
   shardCaches?: boolean | undefined;
 }
@@ -60,7 +63,7 @@ export function spawnReplica(o: ReplicaOptions): Replica {
     RENEW_MS: String(o.timings.renewDeadlineMs),
     RETRY_MS: String(o.timings.retryPeriodMs),
     RECONCILE_MS: String(o.reconcileMs),
-    SLOW_RECONCILE_MS: String(o.slowReconcileMs),
+    RELEASE_SLOW_FILE: o.releaseSlowFile,
     SHARD_CACHES: String(o.shardCaches ?? false),
   });
   const owned = () => lines.findLast((l) => l.event === 'owned')?.buckets ?? [];
