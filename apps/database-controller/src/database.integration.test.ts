@@ -562,10 +562,15 @@ describe('Database controller', () => {
     let changed: DatabaseObject;
     try {
       changed = await patch('kst', { version: '16.8' });
-      await eventually(
-        'kst InProgress while its new Pod cannot be scheduled',
-        async () => (await kstatus(await get('kst'))).status === 'InProgress',
-      );
+      // InProgress in a status written for the change: a status not yet written for it reads as
+      // InProgress too (observedGeneration behind), and lifting the cordon on that alone let the
+      // rollout start and end between two reconciles of a loaded machine.
+      await eventually('kst InProgress while its new Pod cannot be scheduled', async () => {
+        const d = await get('kst');
+        return (
+          d.status?.observedGeneration === d.metadata.generation && (await kstatus(d)).status === 'InProgress'
+        );
+      });
     } finally {
       await cordon(false);
     }
