@@ -116,7 +116,6 @@ test('two managers with --sharding: each Cache reconciled by its bucket’s owne
   const id = `sharding-${randomUUID().slice(0, 8)}`;
   const namespaces: string[] = [];
   for (let i = 0; i < NAMESPACES; i++) namespaces.push(await env.newNamespace('mgr-sharding'));
-  for (const namespace of namespaces) await cache(namespace, 'c1');
 
   const a = replica('replica-a', leaseNamespace, id);
   const b = replica('replica-b', leaseNamespace, id);
@@ -164,6 +163,10 @@ test('two managers with --sharding: each Cache reconciled by its bucket’s owne
     30_000,
   );
 
+  // Created once the assignment settled: while replicas join, a bucket legitimately changes
+  // hands (the first replica up holds them all at first), and a Cache created then would be
+  // reconciled by each owner in turn.
+  for (const namespace of namespaces) await cache(namespace, 'c1');
   // Every Cache reconciled, and only by the owner of its namespace's bucket.
   await eventually(
     'every Cache reconciled',
