@@ -13,7 +13,7 @@ import { bucketOfKey, type OwnedKeys } from '../reconcile/owned-keys.ts';
 import { currentReconcile } from '../reconcile/current-reconcile.ts';
 import type { Controller } from '../reconcile/controller.ts';
 import type { KubeObject } from '@regulon/client';
-import type { Logger } from '@regulon/util';
+import { backoffDelay, type Backoff, type Logger } from '@regulon/util';
 import { BucketOwnership, type BucketOwnershipOptions } from './bucket-ownership.ts';
 import type { ShardedSource } from './sharded-source.ts';
 
@@ -21,6 +21,9 @@ export type ShardedControllersOptions = Omit<BucketOwnershipOptions, 'onAcquired
   /** Gives up an informer swap whose new informer has not synced by then (the old one keeps serving). */
   cacheSyncTimeoutMs: number;
 };
+
+/** A failed swap is tried again after 1 s, doubling per failure in a row up to 30 s. */
+export const RESHARD_RETRY: Backoff = { initialMs: 1000, maxMs: 30_000 };
 
 /**
  * Hands keys to a replica's sharded controllers as its BucketOwnership acquires and gives up
@@ -46,6 +49,11 @@ export class ShardedControllers {
   readonly #sources: Array<ShardedSource<KubeObject>> = [];
   /** The swaps of #sources, one after the other; each follows the owned set as it is then. */
   #resharding: Promise<void> = Promise.resolve();
+  /** The retry of a failed swap; the owned set it is for, and how many of its swaps in a row failed. */
+  #retry: NodeJS.Timeout | undefined;
+  #failing = { owned: '', inARow: 0 };
+  /** A swap is queued and not started: it reads the owned set when it starts, so one is enough. */
+  #reshardQueued = false;
   readonly #stop = new AbortController();
   readonly #log: Logger | undefined;
   readonly #cacheSyncTimeoutMs: number;
@@ -78,6 +86,7 @@ export class ShardedControllers {
   /** Stops following: no swap starts from now on. */
   stop(): void {
     this.#stop.abort();
+    clearTimeout(this.#retry);
   }
 
   /** The buckets whose keys the controllers work on now. */
@@ -116,20 +125,41 @@ export class ShardedControllers {
 
   /**
    * Swaps every sharded source to the owned set, after the swaps already asked for. A swap
-   * whose new informer does not sync in time is logged and leaves the old one serving: the
-   * acquired bucket's keys then wait for the next change of the owned set.
+   * whose new informer does not sync in time leaves the old one serving, is logged, and is
+   * tried again after a backoff (1 s, doubling up to 30 s, from 1 s again for a new owned set)
+   * until it succeeds: until then the acquired buckets' keys are owned but their objects are not in the
+   * cache, so they would wait for the next hand-over, which may never come. A source already
+   * serving the owned set returns at once, so a retry swaps only the ones that failed.
+   * Buckets acquired one after another while a swap runs make one swap after it, not one
+   * each: every swap lists its whole shard anew.
    */
   #reshard(): void {
     if (this.#sources.length === 0) return;
+    clearTimeout(this.#retry);
+    if (this.#reshardQueued) return;
+    this.#reshardQueued = true;
     this.#resharding = this.#resharding.then(async () => {
+      this.#reshardQueued = false;
       if (this.#stop.signal.aborted) return;
       const owned = new Set(this.#owned);
       const signal = AbortSignal.any([this.#stop.signal, AbortSignal.timeout(this.#cacheSyncTimeoutMs)]);
       const results = await Promise.allSettled(this.#sources.map((s) => s.reshard(owned, signal)));
-      for (const result of results) {
-        if (result.status === 'rejected' && !this.#stop.signal.aborted)
-          this.#log?.error({ err: result.reason as unknown }, 'a sharded cache did not sync its new buckets');
+      if (this.#stop.signal.aborted) return;
+      const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed.length === 0) {
+        this.#failing = { owned: '', inARow: 0 };
+        return;
       }
+      // A new owned set is a new swap: its retries back off from the start.
+      const key = [...owned].sort((a, b) => a - b).join();
+      if (this.#failing.owned !== key) this.#failing = { owned: key, inARow: 0 };
+      const retryInMs = backoffDelay(this.#failing.inARow++, RESHARD_RETRY);
+      for (const result of failed)
+        this.#log?.error(
+          { err: result.reason as unknown, retryInMs },
+          'a sharded cache did not sync its new buckets; the swap is tried again',
+        );
+      this.#retry = setTimeout(() => this.#reshard(), retryInMs);
     });
   }
 }
