@@ -407,8 +407,26 @@ describe('WAL archiving to an object store (postgres, pgBackRest)', { timeout: 3
     );
     await withPrimary('relay', (c) => c.query('create table items(id int primary key)'));
     await insert('relay', 1, 100);
+    const primaryBefore = (await dbs().get('relay', { namespace: ns })).status?.currentPrimary;
     await backupOf('relay-base', 'relay');
-    assert.equal((await finished('relay-base')).status?.phase, 'Succeeded');
+    let base = await finished('relay-base');
+    const primaryAfter = (await dbs().get('relay', { namespace: ns })).status?.currentPrimary;
+    if (base.status?.phase === 'Failed' && primaryAfter !== primaryBefore) {
+      // With failoverDelaySeconds 0, a primary that stalled under the machine's load past its
+      // Lease is failed over at once; pgBackRest then finds no primary where it ran. Not what
+      // this scenario is about: it says so and backs up the new primary.
+      t.diagnostic(
+        `the primary moved (${primaryBefore} -> ${primaryAfter}) during the base backup, which failed: ` +
+          JSON.stringify(base.status?.conditions),
+      );
+      await backupOf('relay-base-again', 'relay');
+      base = await finished('relay-base-again');
+    }
+    assert.equal(
+      base.status?.phase,
+      'Succeeded',
+      `primary ${primaryBefore} before the backup, ${primaryAfter} after; ran on ${base.status?.instance}: ${JSON.stringify(base.status?.conditions)}`,
+    );
 
     const old = (await dbs().get('relay', { namespace: ns })).status!.currentPrimary!;
     const pod = await client.resource<V1Pod>(Kinds.Pod).get(old, { namespace: ns });

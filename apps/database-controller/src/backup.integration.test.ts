@@ -132,7 +132,7 @@ describe('Database backups to an object store (postgres, pgBackRest)', { timeout
     await insert('ledger', 1, 10);
     await backupOf('ledger-base', 'ledger');
     const base = await finished('ledger-base');
-    assert.equal(base.status?.phase, 'Succeeded');
+    assert.equal(base.status?.phase, 'Succeeded', JSON.stringify(base.status?.conditions));
     // pgBackRest keeps a backup's stop time in whole seconds and restores to a time only from a
     // backup that stopped before it: the target must fall in a later second than the base backup's end.
     await eventually("the server's clock in a second after the base backup's end", () =>
