@@ -19,7 +19,8 @@
 import { createWriteStream, globSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { finished } from 'node:stream/promises';
 import { run as runTests } from 'node:test';
 import { junit, spec } from 'node:test/reporters';
@@ -56,6 +57,26 @@ for (const [flag, named] of [
     if (!found.includes(f)) throw new Error(`--${flag} names ${f}, which is not among the test files`);
 const rest = [...slowest, ...found.filter((f) => !slowest.includes(f))].filter((f) => !alone.includes(f));
 
+/**
+ * Node's junit reporter copies a failed assertion's coloured diff into the XML as is, and XML
+ * 1.0 allows no control character but tab, newline and carriage return: strict JUnit readers
+ * (CI systems', Python's) refuse the whole file. Drops the colour sequences, then any control
+ * character left (one whose sequence a chunk boundary split leaves its visible "[32m").
+ */
+// eslint-disable-next-line no-control-regex -- the control characters are what it removes
+const NOT_XML = /\x1b\[[0-9;]*[A-Za-z]|[\x00-\x08\x0b\x0c\x0e-\x1f]/g;
+const xmlSafe = () => {
+  const text = new StringDecoder('utf8');
+  return new Transform({
+    transform(chunk: Buffer | string, _encoding, done) {
+      done(null, (typeof chunk === 'string' ? chunk : text.write(chunk)).replace(NOT_XML, ''));
+    },
+    flush(done) {
+      done(null, text.end().replace(NOT_XML, ''));
+    },
+  });
+};
+
 const { name } = JSON.parse(readFileSync('package.json', 'utf8')) as { name: string };
 const results = process.env['REGULON_TEST_RESULTS'] ?? tmpdir();
 const report = name.replace(/[@/]/g, '_');
@@ -73,7 +94,9 @@ const runFiles = async (files: string[], n: number | undefined, part: string) =>
   // compose() types its result loosely: both are readable streams of the report's text.
   const shown = stream.compose(new spec()) as Readable;
   shown.pipe(process.stdout, { end: false });
-  (stream.compose(junit) as Readable).pipe(createWriteStream(join(results, `${report}${part}.xml`)));
+  (stream.compose(junit) as Readable)
+    .pipe(xmlSafe())
+    .pipe(createWriteStream(join(results, `${report}${part}.xml`)));
   await finished(shown);
 };
 if (alone.length) await runFiles(alone, 1, '.alone');
