@@ -7,7 +7,7 @@ import { KubeClient, type KubeObject } from '@regulon/client';
 import { start, type TestEnv } from '@regulon/testenv';
 import { eventually } from '../testing/wait.ts';
 import { RESHARD_RETRY, ShardedControllers } from './sharded-controllers.ts';
-import type { ShardedSource } from './sharded-source.ts';
+import { ownedKey, type ShardedSource } from './sharded-source.ts';
 
 const BUCKETS = 4;
 
@@ -42,7 +42,7 @@ test('a swap that failed is tried again, backing off, until the cache serves the
   let serving = '';
   const source = {
     reshard(owned: ReadonlySet<number>): Promise<void> {
-      const key = [...owned].sort((a, b) => a - b).join();
+      const key = ownedKey(owned);
       if (key === serving) return Promise.resolve();
       calls.push({ owned: key, at: performance.now() });
       if (calls.filter((c) => c.owned === key).length <= 2)
@@ -56,7 +56,7 @@ test('a swap that failed is tried again, backing off, until the cache serves the
   const stop = new AbortController();
   const running = controllers.ownership.start(stop.signal);
   try {
-    const all = [...Array(BUCKETS).keys()].join();
+    const all = ownedKey(new Set(Array(BUCKETS).keys()));
     await eventually(
       'the source serves every bucket',
       () => {

@@ -15,7 +15,7 @@ import type { Controller } from '../reconcile/controller.ts';
 import type { KubeObject } from '@regulon/client';
 import { backoffDelay, type Backoff, type Logger } from '@regulon/util';
 import { BucketOwnership, type BucketOwnershipOptions } from './bucket-ownership.ts';
-import type { ShardedSource } from './sharded-source.ts';
+import { ownedKey, type ShardedSource } from './sharded-source.ts';
 
 export type ShardedControllersOptions = Omit<BucketOwnershipOptions, 'onAcquired' | 'onRevoked'> & {
   /** Gives up an informer swap whose new informer has not synced by then (the old one keeps serving). */
@@ -127,9 +127,10 @@ export class ShardedControllers {
    * Swaps every sharded source to the owned set, after the swaps already asked for. A swap
    * whose new informer does not sync in time leaves the old one serving, is logged, and is
    * tried again after a backoff (1 s, doubling up to 30 s, from 1 s again for a new owned set)
-   * until it succeeds: until then the acquired buckets' keys are owned but their objects are not in the
-   * cache, so they would wait for the next hand-over, which may never come. A source already
-   * serving the owned set returns at once, so a retry swaps only the ones that failed.
+   * until it succeeds: until then the acquired buckets' keys are owned but their objects are
+   * not in the cache, so they would wait for the next hand-over, which may never come. A
+   * source already serving the owned set returns at once, so a retry swaps only the ones that
+   * failed.
    * Buckets acquired one after another while a swap runs make one swap after it, not one
    * each: every swap lists its whole shard anew.
    */
@@ -151,7 +152,7 @@ export class ShardedControllers {
         return;
       }
       // A new owned set is a new swap: its retries back off from the start.
-      const key = [...owned].sort((a, b) => a - b).join();
+      const key = ownedKey(owned);
       if (this.#failing.owned !== key) this.#failing = { owned: key, inARow: 0 };
       const retryInMs = backoffDelay(this.#failing.inARow++, RESHARD_RETRY);
       for (const result of failed)

@@ -78,7 +78,7 @@ export class ShardedSource<T extends KubeObject> implements CacheSource<T> {
    * the old informer. Calls must not overlap (the caller chains them).
    */
   async reshard(owned: ReadonlySet<number>, signal: AbortSignal): Promise<void> {
-    const key = [...owned].sort((a, b) => a - b).join();
+    const key = ownedKey(owned);
     if (key === this.#owned) return;
     const old = this.#current;
     let next: Informer<T> | undefined;
@@ -106,6 +106,11 @@ export class ShardedSource<T extends KubeObject> implements CacheSource<T> {
 }
 
 const noop = () => {};
+
+/** A set of buckets as one comparable string: the same buckets in any order give the same key. */
+export function ownedKey(owned: ReadonlySet<number>): string {
+  return [...owned].sort((a, b) => a - b).join();
+}
 
 /**
  * Subscribes `handler` to `next`, whose replay skips the objects `old` holds at the same
